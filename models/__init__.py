@@ -1,0 +1,1 @@
+"""whatif analysis engines: everything that analyses measurements (real or simulated)."""

@@ -1,0 +1,1 @@
+"""whatif scenarios: schema, runner, results writer, report, validation harness, shipped scenarios."""

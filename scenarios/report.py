@@ -1,0 +1,99 @@
+"""Self-contained HTML reports: headings, text, tables and embedded PNG figures, plus provenance.
+
+A report is built section by section and rendered to one HTML file with no
+external references (figures are embedded as base64 data URIs), so it can be
+mailed or archived on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;
+     padding:0 1em;color:#222;line-height:1.45}
+h1{border-bottom:2px solid #446;padding-bottom:.2em} h2{margin-top:1.6em;color:#335}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+th,td{border:1px solid #bbc;padding:.25em .6em;text-align:right}
+th{background:#eef} td:first-child,th:first-child{text-align:left}
+figure{margin:1em 0} figcaption{font-size:.9em;color:#555}
+img{max-width:100%} .note{color:#555;font-size:.9em} pre{background:#f6f6f9;padding:.6em;overflow-x:auto}
+"""
+
+
+def figure_png(fig, dpi: int = 110) -> bytes:
+    """PNG bytes of a matplotlib figure (the figure is closed)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+@dataclass
+class Report:
+    """An HTML report assembled from sections in order."""
+
+    title: str
+    _parts: list[str] = field(default_factory=list)
+
+    def heading(self, text: str, level: int = 2) -> "Report":
+        self._parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
+        return self
+
+    def paragraph(self, text: str, note: bool = False) -> "Report":
+        cls = ' class="note"' if note else ""
+        self._parts.append(f"<p{cls}>{html.escape(text)}</p>")
+        return self
+
+    def preformatted(self, text: str) -> "Report":
+        self._parts.append(f"<pre>{html.escape(text)}</pre>")
+        return self
+
+    def table(self, df: pd.DataFrame, caption: str | None = None, index: bool = False,
+              float_format: str = "{:.6g}") -> "Report":
+        body = df.to_html(index=index, border=0, float_format=lambda x: float_format.format(x),
+                          na_rep="–", escape=True)
+        cap = f"<p><b>{html.escape(caption)}</b></p>" if caption else ""
+        self._parts.append(cap + body)
+        return self
+
+    def figure(self, fig_or_png: Any, caption: str | None = None) -> "Report":
+        png = fig_or_png if isinstance(fig_or_png, (bytes, bytearray)) else figure_png(fig_or_png)
+        data = base64.b64encode(png).decode("ascii")
+        cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+        self._parts.append(f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(caption or "")}">'
+                           f"{cap}</figure>")
+        return self
+
+    def provenance(self, manifest: dict) -> "Report":
+        """A closing section listing seed, versions, host time and the resolved parameters."""
+        from scenarios.output import to_json
+
+        self.heading("Provenance")
+        rows = []
+        for key in ("scenario", "study", "seed", "created_utc", "host_seconds", "whatif_version"):
+            if key in manifest:
+                rows.append((key, str(manifest[key])))
+        for key, value in manifest.get("rates", {}).items():
+            rows.append((key, f"{value:,.0f}" if isinstance(value, (int, float)) else str(value)))
+        self.table(pd.DataFrame(rows, columns=["field", "value"]))
+        if "versions" in manifest:
+            self.table(pd.DataFrame(sorted(manifest["versions"].items()), columns=["package", "version"]),
+                       caption="Package versions")
+        if "parameters" in manifest:
+            self._parts.append("<details><summary>Resolved parameters</summary><pre>"
+                               + html.escape(to_json(manifest["parameters"])) + "</pre></details>")
+        return self
+
+    def html(self) -> str:
+        return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+                f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head><body>"
+                f"<h1>{html.escape(self.title)}</h1>" + "\n".join(self._parts) + "</body></html>\n")

@@ -1,0 +1,1 @@
+"""whatif simulator: everything that produces measurements."""

@@ -1,0 +1,13 @@
+"""Errors raised by the simulator for bad user input (platform files, traces, overrides).
+
+The CLI maps :class:`SimulatorInputError` to exit code 2 and prints its message as one line.
+"""
+
+
+class SimulatorInputError(ValueError):
+    """User input that the simulator cannot accept; the message names where and what."""
+
+
+def constraint_error(param: str, owner: str, must: str, got: object) -> SimulatorInputError:
+    """The one message template for parameter constraints (scikit-learn style)."""
+    return SimulatorInputError(f"The '{param}' parameter of {owner} must be {must}. Got {got!r} instead.")
