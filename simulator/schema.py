@@ -1,0 +1,130 @@
+"""Shared plumbing for versioned TOML data files: loading, dotted overrides, one-line validation errors.
+
+Platform, workload and scenario files all go through these helpers, so every file
+error reads the same way: ``<file>: <field path>: <what is wrong> (got <value>)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ValidationError
+
+from simulator.errors import SimulatorInputError
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file; a missing file or a syntax error becomes one clear line."""
+    path = Path(path)
+    if not path.is_file():
+        raise SimulatorInputError(f"{path}: no such file")
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise SimulatorInputError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise SimulatorInputError(f"{path}: not a UTF-8 text file") from None
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    """The first pydantic error as one line naming the file and dotted field path."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+    msg = err.get("msg", "invalid value")
+    msg = msg.removeprefix("Value error, ")
+    where = f"{source}: {loc}" if loc else source
+    if err.get("type") in ("missing",):
+        return f"{where}: required field is missing"
+    if err.get("type") == "extra_forbidden":
+        return f"{where}: unknown field"
+    value = err.get("input")
+    if isinstance(value, (dict, list)) or err.get("type", "").startswith("value_error") or value is None:
+        return f"{where}: {msg}"
+    return f"{where}: {msg} (got {value!r})"
+
+
+def validate_model(model: type[BaseModel], data: dict[str, Any], source: str) -> BaseModel:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise SimulatorInputError(format_validation_error(exc, source)) from None
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: TOML syntax when it parses (numbers, booleans, arrays, quoted strings),
+    otherwise the raw text as a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def split_assignment(item: str) -> tuple[str, Any]:
+    if "=" not in item:
+        raise SimulatorInputError(f"override {item!r}: expected KEY=VALUE")
+    key, _, value = item.partition("=")
+    key = key.strip()
+    if not key:
+        raise SimulatorInputError(f"override {item!r}: empty key")
+    return key, parse_value(value.strip())
+
+
+def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted-path view of a nested document (lists are leaves)."""
+    out: dict[str, Any] = {}
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if isinstance(value, dict) and value:
+                out.update(flatten(value, path))
+            else:
+                out[path] = value
+    return out
+
+
+def resolve_path(doc: dict[str, Any], key: str, shorthands: Iterable[str] = (), what: str = "override") -> list[str]:
+    """Resolve a dotted key against ``doc`` case-insensitively.
+
+    ``shorthands`` names top-level tables whose children may be addressed directly
+    (``l2.size_kb`` for ``caches.L2.size_kb``).  Returns the exact path components."""
+    parts = key.split(".")
+    candidates = [parts] + [[table] + parts for table in shorthands]
+    for cand in candidates:
+        node: Any = doc
+        exact: list[str] = []
+        for part in cand:
+            if not isinstance(node, dict):
+                break
+            match = next((k for k in node if str(k).lower() == part.lower()), None)
+            if match is None:
+                break
+            exact.append(match)
+            node = node[match]
+        else:
+            if isinstance(node, dict) and node:
+                continue   # a whole table: not settable as one value
+            return exact
+    known = list(flatten(doc))
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise SimulatorInputError(f"unknown {what} key {key!r}{hint}")
+
+
+def apply_overrides(doc: dict[str, Any], overrides: Iterable[tuple[str, Any]],
+                    shorthands: Iterable[str] = (), what: str = "override") -> dict[str, Any]:
+    """A deep copy of ``doc`` with each (dotted key, value) set.  Keys must already exist in ``doc``
+    (pass the resolved document, defaults included, so every settable key exists)."""
+    import copy
+
+    out = copy.deepcopy(doc)
+    for key, value in overrides:
+        path = resolve_path(out, key, shorthands, what)
+        node = out
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
+    return out
