@@ -109,7 +109,7 @@ def aliased_columns(X: np.ndarray, tol: float = 1e-7) -> np.ndarray:
     the kept columns, recomputed after each aliased column found.
     """
     X = np.asarray(X, dtype=float)
-    p = X.shape[1]
+    n = X.shape[0]
     norms = np.linalg.norm(X, axis=0)
     aliased = norms <= 0.0
     start = 0
@@ -119,9 +119,10 @@ def aliased_columns(X: np.ndarray, tol: float = 1e-7) -> np.ndarray:
             return aliased
         r = np.linalg.qr(X[:, keep], mode="r")
         diag = np.abs(np.diag(r))
-        ratio = diag / norms[keep]
-        bad = np.flatnonzero((ratio < tol) & (keep >= start))
+        ratio = diag / norms[keep[: diag.size]]
+        bad = np.flatnonzero((ratio < tol) & (keep[: diag.size] >= start))
         if bad.size == 0:
+            aliased[keep[n:]] = True  # the first n kept columns span R^n
             return aliased
         j = keep[bad[0]]
         aliased[j] = True
