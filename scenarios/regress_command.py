@@ -86,37 +86,50 @@ def _cv_tables(res: RegressionResults) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(folds), pred
 
 
-def write_outputs(res: RegressionResults, doc: dict, out: Path, data: Path, seconds: float) -> None:
-    """Tables (Parquet), figures (PNG), results.json, manifest.json and report.html, all or nothing."""
+def regression_tables(res: RegressionResults) -> dict[str, pd.DataFrame]:
+    """Every table of a regression result, by file stem (reusable by study runners)."""
+    folds, predictions = _cv_tables(res)
+    tables = {
+        "table_iv": res.table_iv().reset_index(),
+        "table_iv_numeric": res.table_iv_numeric().reset_index(names="diagnostic").astype(str),
+        "coefficients": _coefficients(res),
+        "f_tests": pd.DataFrame([t.to_dict() for t in res.f_tests]),
+        "spearman2": res.spearman2,
+        "varclus_rho2": res.varclus.similarity().reset_index(names="predictor"),
+        "vif": pd.concat([res.vif_table(m).assign(model=m) for m in res.models], ignore_index=True),
+        "cv_folds": folds,
+        "predictions": predictions,
+    }
+    if res.stepwise is not None:
+        tables["stepwise"] = pd.DataFrame([s.to_dict() for s in res.stepwise.steps])
+    return tables
+
+
+def regression_figures(res: RegressionResults) -> dict[str, object]:
+    """Figures 1-4 (and residual plots of the other models), by file stem."""
     pruned = res.pruned_name or list(res.models)[-1]
     figs = {"fig1_varclus": res.plot_varclus(), "fig2_spearman2": res.plot_spearman2(),
             "fig3_coefficients": res.plot_coefficients(pruned), "fig4_residuals": res.plot_residuals(pruned)}
     for name in res.models:
         if name != pruned:
             figs[f"residuals_{name}"] = res.plot_residuals(name)
-    folds, predictions = _cv_tables(res)
-    sim = res.varclus.similarity().reset_index(names="predictor")
-    vif = pd.concat([res.vif_table(m).assign(model=m) for m in res.models], ignore_index=True)
-    steps = pd.DataFrame([s.to_dict() for s in res.stepwise.steps]) if res.stepwise else pd.DataFrame()
-    f_tests = pd.DataFrame([t.to_dict() for t in res.f_tests])
+    return figs
+
+
+def write_outputs(res: RegressionResults, doc: dict, out: Path, data: Path, seconds: float) -> None:
+    """Tables (Parquet), figures (PNG), results.json, manifest.json and report.html, all or nothing."""
+    tables = regression_tables(res)
+    figs = regression_figures(res)
     manifest = build_manifest(scenario=None, study="regression", seed=res.settings["seed"],
                               parameters={"input": str(data), "response": res.response,
                                           "predictors": list(res.predictors), **res.settings},
                               host_seconds=seconds, rates={"observations_per_s": res.n / max(seconds, 1e-9)})
-    report = _report(res, data, figs, f_tests)
+    report = Report(f"whatif regress: {res.response} ~ counter events ({data.name})")
+    report_sections(report, res, figs)
     report.provenance(manifest)
     with ResultsWriter(out) as w:
-        w.table("table_iv", res.table_iv().reset_index())
-        w.table("table_iv_numeric", res.table_iv_numeric().reset_index(names="diagnostic").astype(str))
-        w.table("coefficients", _coefficients(res))
-        w.table("f_tests", f_tests)
-        w.table("spearman2", res.spearman2)
-        w.table("varclus_rho2", sim)
-        w.table("vif", vif)
-        w.table("cv_folds", folds)
-        w.table("predictions", predictions)
-        if res.stepwise is not None:
-            w.table("stepwise", steps)
+        for name, table in tables.items():
+            w.table(name, table)
         for name, fig in figs.items():
             w.figure(name, fig)
         w.json("results.json", doc)
@@ -124,17 +137,22 @@ def write_outputs(res: RegressionResults, doc: dict, out: Path, data: Path, seco
         w.text("report.html", report.html())
 
 
-def _report(res: RegressionResults, data: Path, figs: dict, f_tests: pd.DataFrame) -> Report:
+def report_sections(rep: Report, res: RegressionResults, figs: dict, title: str = "") -> Report:
+    """Add the regression sections (Table IV, Figures 1-4, VIFs, pruning) to ``rep``; ``title`` prefixes
+    the headings (e.g. a variant name).  ``figs`` comes from :func:`regression_figures` and is not closed."""
+    pre = f"{title}: " if title else ""
     pruned = res.pruned_name or list(res.models)[-1]
-    rep = Report(f"whatif regress: {res.response} ~ counter events ({data.name})")
+    f_tests = pd.DataFrame([t.to_dict() for t in res.f_tests])
+    if title:
+        rep.heading(title)
     rep.paragraph(f"{res.n} observations of {len(res.predictors)} predictors: {', '.join(res.predictors)}. "
-                  f"Predictors are z-scored, the response '{res.response}' is in its own units; "
-                  f"{res.settings['folds']}-fold cross-validation with seed {res.settings['seed']}; "
-                  f"pruning: {res.settings['prune']} ({res.settings['bic']} BIC form, hierarchy "
-                  f"{'kept' if res.settings['hierarchy'] else 'not enforced'}).")
+                  f"Predictors are {'z-scored' if res.settings['standardize'] else 'raw'}, the response "
+                  f"'{res.response}' is in its own units; {res.settings['folds']}-fold cross-validation with seed "
+                  f"{res.settings['seed']}; pruning: {res.settings['prune']} ({res.settings['bic']} BIC form, "
+                  f"hierarchy {'kept' if res.settings['hierarchy'] else 'not enforced'}).")
     for w in res.warnings:
         rep.paragraph("warning: " + w, note=True)
-    rep.heading("Table IV: model diagnostics")
+    rep.heading(pre + "Table IV: model diagnostics")
     rep.table(res.table_iv(), index=True)
     rep.paragraph("R² is 1 - SSE/SST; Eq. 6 of the seed (1 - σ̂²/s_y²) is the adjusted R². The F-test "
                   "(Eq. 7) compares each model with the unpruned II-order model ('reject' = the model lacks "
@@ -143,21 +161,21 @@ def _report(res: RegressionResults, data: Path, figs: dict, f_tests: pd.DataFram
                   "1.96 × the standard deviation of single-prediction errors.", note=True)
     if len(f_tests):
         rep.table(f_tests, caption="F-tests (Eq. 7)")
-    rep.heading("Figure 1: predictor clustering")
-    rep.figure(_png(figs, "fig1_varclus"),
-               "Complete-linkage clustering on squared Spearman ρ (Hmisc varclus)")
-    rep.heading("Figure 2: strength of marginal relationships")
-    rep.figure(_png(figs, "fig2_spearman2"), "Adjusted ρ² of rank(response) on rank(x) and rank(x)² (Hmisc spearman2)")
+    rep.heading(pre + "Figure 1: predictor clustering")
+    rep.figure(_png(figs, "fig1_varclus"), "Complete-linkage clustering on squared Spearman ρ (Hmisc varclus)")
+    rep.heading(pre + "Figure 2: strength of marginal relationships")
+    rep.figure(_png(figs, "fig2_spearman2"),
+               "Adjusted ρ² of rank(response) on rank(x) and rank(x)² (Hmisc spearman2)")
     rep.table(res.spearman2, caption="spearman2")
-    rep.heading("Multicollinearity")
+    rep.heading(pre + "Multicollinearity")
     rep.table(res.vif_table("I"), caption="Variance inflation factors, I-order model")
-    rep.heading(f"Figure 3: {res.model(pruned).label} model")
+    rep.heading(pre + f"Figure 3: {res.model(pruned).label} model")
     rep.table(res.coefficient_table(pruned), caption="Coefficients (per standard deviation of each predictor)")
     rep.figure(_png(figs, "fig3_coefficients"), "Estimates with 95% intervals")
-    rep.heading("Figure 4: residuals")
+    rep.heading(pre + "Figure 4: residuals")
     rep.figure(_png(figs, "fig4_residuals"), f"Residuals vs fitted, {res.model(pruned).label} model")
     if res.stepwise is not None:
-        rep.heading("Pruning")
+        rep.heading(pre + "Pruning")
         rep.paragraph(f"{res.model(res.pruned_from).n_terms} → {res.model(pruned).n_terms} terms in "
                       f"{len(res.stepwise.steps) - 1} steps. Kept interactions: "
                       f"{', '.join(res.kept_interactions) or 'none'}.")

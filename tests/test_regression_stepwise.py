@@ -91,3 +91,11 @@ def test_without_hierarchy_a_main_effect_can_go():
     kept = stepwise(X, y, terms, range(X.shape[1]), hierarchy=True)
     assert free.selected == (0, inter)
     assert {0, 1, 2, inter} <= set(kept.selected)
+
+
+def test_max_steps_limits_both_searches():
+    X, y, terms = _problem(5, 80, 4, 2)
+    fast = stepwise(X, y, terms, range(X.shape[1]), max_steps=2)
+    ref = stepwise_reference(X, y, terms, range(X.shape[1]), max_steps=2)
+    assert len(fast.steps) == len(ref.steps) == 3
+    assert fast.selected == ref.selected

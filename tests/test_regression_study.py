@@ -173,3 +173,17 @@ def test_zero_response_is_refused(planted):
     df.loc[3, "cycles"] = 0.0
     with pytest.raises(ModelInputError, match="response column 'cycles' is 0 at row 4"):
         RegressionStudy().fit(df, response="cycles")
+
+
+def test_variant_dict_for_the_study_kind(res):
+    v = res.variant_dict()
+    assert set(v) == {"I", "II", "II_pruned", "f_test_p", "pruned_interactions"}
+    assert v["II"] == {"r2": res.model("II").ols.r2, "cv_error_pct": res.model("II").cv.mean,
+                       "cv_error_ci95": res.model("II").cv.ci95, "n_terms": 15}
+    assert v["f_test_p"] == res.f_test.p
+    assert v["pruned_interactions"] == list(res.kept_interactions)
+
+
+def test_fit_keywords_override_constructor(planted):
+    r = RegressionStudy(order=1).fit(planted[0], response="cycles", order=2, folds=4, prune="none")
+    assert list(r.models) == ["I", "II"] and r.settings["folds"] == 4

@@ -278,6 +278,18 @@ class RegressionResults:
         doc["warnings"] = list(self.warnings)
         return doc
 
+    def variant_dict(self) -> dict[str, Any]:
+        """The per-variant entry of a regression study's results.json (issue 5 item 3):
+        ``{"I": {"r2", "cv_error_pct", "cv_error_ci95", "n_terms"}, "II": ..., "II_pruned": ...,
+        "f_test_p": p of I vs II, "pruned_interactions": interactions kept by pruning}``."""
+        doc: dict[str, Any] = {}
+        for name, fit in self.models.items():
+            doc[name] = {"r2": fit.ols.r2, "cv_error_pct": fit.cv.mean, "cv_error_ci95": fit.cv.ci95,
+                         "n_terms": fit.n_terms}
+        doc["f_test_p"] = self.f_test.p if self.f_test else None
+        doc["pruned_interactions"] = list(self.kept_interactions)
+        return doc
+
     # ------------------------------------------------------------------ figures
     def plot_varclus(self):
         """Figure 1: dendrogram of the predictors on Spearman rho^2."""

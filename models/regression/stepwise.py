@@ -152,7 +152,8 @@ def _sse(X: np.ndarray, y: np.ndarray, cols: Sequence[int]) -> float:
 
 
 def stepwise_reference(X: np.ndarray, y: np.ndarray, terms: Sequence[Term], start: Sequence[int],
-                       form: str = "seed", hierarchy: bool = True, tol: float = 1e-7) -> StepwiseResult:
+                       form: str = "seed", hierarchy: bool = True, tol: float = 1e-7,
+                       max_steps: int | None = None) -> StepwiseResult:
     """Slow, obviously-correct stepwise search: every candidate model is refitted from scratch."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -160,7 +161,7 @@ def stepwise_reference(X: np.ndarray, y: np.ndarray, terms: Sequence[Term], star
     model = set(_check(X, terms, start))
     sets = {i: frozenset(t) for i, t in enumerate(terms, start=1)}
     steps: list[Step] = []
-    while True:
+    while max_steps is None or len(steps) <= max_steps:
         cols = sorted(model)
         current = bic(form, _sse(X, y, cols), n, len(cols))
         if not steps:
