@@ -187,3 +187,17 @@ def test_variant_dict_for_the_study_kind(res):
 def test_fit_keywords_override_constructor(planted):
     r = RegressionStudy(order=1).fit(planted[0], response="cycles", order=2, folds=4, prune="none")
     assert list(r.models) == ["I", "II"] and r.settings["folds"] == 4
+
+
+def test_predictor_names_with_interaction_marks_are_refused(planted):
+    df = planted[0].rename(columns={"ev00": "a*b"})
+    with pytest.raises(ModelInputError, match=r"predictor column 'a\*b' contains '\*' or ':'"):
+        RegressionStudy().fit(df, response="cycles")
+
+
+def test_raw_predictors_give_the_same_fit_and_raw_design(planted):
+    df = planted[0]
+    raw = _fit(df, standardize=False, prune="none")
+    z = _fit(df, prune="none")
+    assert raw.model("II").ols.r2 == pytest.approx(z.model("II").ols.r2, rel=1e-9)
+    np.testing.assert_allclose(raw.design("I")["ev00"], df["ev00"])

@@ -108,7 +108,7 @@ def stepwise(X: np.ndarray, y: np.ndarray, terms: Sequence[Term], start: Sequenc
             r_inv = linalg.solve_triangular(r, np.eye(p))
             diag = np.einsum("ij,ij->i", r_inv, r_inv)
             drop_sse = sse + beta[drop_pos] ** 2 / diag[drop_pos]
-            drop_crit = np.array([bic(form, s, n, p - 1) for s in drop_sse])
+            drop_crit = np.asarray(bic(form, drop_sse, n, p - 1), dtype=float)
         else:
             drop_crit = np.empty(0)
         # adds
@@ -126,7 +126,7 @@ def stepwise(X: np.ndarray, y: np.ndarray, terms: Sequence[Term], start: Sequenc
             if cand.size:
                 num = (E[:, ok].T @ resid) ** 2
                 add_sse = np.maximum(sse - num / den[ok], np.finfo(float).tiny)
-                add_crit = np.array([bic(form, s, n, p + 1) for s in add_sse])
+                add_crit = np.asarray(bic(form, add_sse, n, p + 1), dtype=float)
         crits = np.concatenate([drop_crit, add_crit])
         if crits.size == 0:
             break

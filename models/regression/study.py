@@ -129,6 +129,10 @@ class RegressionStudy:
         if zero.size:
             raise ModelInputError(f"response column '{response}' is 0 at row {zero[0] + 1}; the prediction "
                                   f"error in % needs a non-zero response")
+        for name in prep.predictors:
+            if "*" in name or ":" in name:
+                raise ModelInputError(f"predictor column '{name}' contains '*' or ':', which name interactions; "
+                                      f"rename the column")
         exclude_sets = parse_exclude(exclude, prep.predictors + prep.dropped_constant)
         folds = kfold_indices(n, prm["folds"], prm["seed"])
 
