@@ -140,6 +140,43 @@ def validate_cmd(quick: bool = typer.Option(False, "--quick", help="smaller prob
         raise typer.Exit(1)
 
 
+# --------------------------------------------------------------------------- regress (seed 000)
+@app.command("regress")
+@command
+def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .csv or .parquet"),
+                response: str = typer.Option(..., "--response", "-r", help="response column, e.g. cycles"),
+                predictors: Optional[str] = typer.Option(None, "--predictors",
+                                                         help="comma-separated predictor columns "
+                                                              "(default: every numeric non-identifying column)"),
+                order: int = typer.Option(2, "--order", help="highest interaction order: 1, 2 or 3"),
+                exclude: Optional[str] = typer.Option(None, "--exclude",
+                                                      help="interactions to leave out, e.g. 'l2_imiss*l2_dmiss,a*b'"),
+                prune: str = typer.Option("bic", "--prune", help="bic | none"),
+                bic: str = typer.Option("seed", "--bic", help="seed (Eq. 5) | conventional (-2 lnL + p ln n)"),
+                hierarchy: bool = typer.Option(True, "--hierarchy/--no-hierarchy",
+                                               help="keep main effects of kept interactions when pruning"),
+                redundancy: Optional[float] = typer.Option(None, "--redundancy",
+                                                           help="drop redundant predictors at this Spearman rho^2"),
+                folds: int = typer.Option(10, "--folds", help="k of k-fold cross-validation"),
+                seed: int = typer.Option(0, "--seed", help="seed of the fold assignment"),
+                out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
+                as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """Regress a response (e.g. cycles) on counter events and their interactions (seed 000)."""
+    from scenarios import regress_command
+
+    res, doc = regress_command.regress_command(
+        data, response, predictors=predictors, exclude=exclude, out=out, progress=not as_json,
+        order=order, prune=prune, bic=bic, hierarchy=hierarchy, redundancy_cut=redundancy, folds=folds, seed=seed)
+    for warning in res.warnings:
+        typer.echo(f"whatif: warning: {warning}", err=True)
+    if as_json:
+        echo_json(doc)
+    else:
+        typer.echo(str(res.summary()))
+    if out is not None:
+        typer.echo(f"results written to {out}", err=as_json)
+
+
 def main() -> None:  # console-script entry point
     app()
 

@@ -1,0 +1,20 @@
+"""Regression engine of seed 000 (Rao & Murakami): cycles ~ counter events and their interactions.
+
+Typical use::
+
+    from models.regression import RegressionStudy, read_counter_totals
+
+    df = read_counter_totals("totals.csv")
+    res = RegressionStudy(order=2, prune="bic", folds=10, seed=1).fit(
+        df, response="cycles", exclude=["l2_imiss*l2_dmiss"])
+    print(res.summary())
+    res.table_iv(); res.to_dict(); res.plot_varclus(); res.plot_residuals()
+"""
+
+from models.regression.data import ID_COLUMNS, read_counter_totals
+from models.regression.ols import FTest, OLSFit, fit_ols
+from models.regression.results import ModelFit, RegressionResults, RegressionSummary
+from models.regression.study import ModelInputWarning, RegressionStudy
+
+__all__ = ["ID_COLUMNS", "FTest", "ModelFit", "ModelInputWarning", "OLSFit", "RegressionResults",
+           "RegressionStudy", "RegressionSummary", "fit_ols", "read_counter_totals"]
