@@ -175,11 +175,11 @@ def similarity_cmd(
     """Application similarity (seed 002): signatures, rank similarity, MST clusters, system evaluation."""
     from scenarios import similarity_command
 
-    progress = None if as_json else (lambda p: typer.echo(f"analysing platform {p} ...", err=True))
     doc, results = similarity_command.run(
         table, signatures=signatures, platforms=platform, threshold=threshold, reference=reference, kmeans=kmeans,
         method=method, stop_rule=stop_rule, stalls=stalls, cycles=cycles, instructions=instructions,
-        on_constant=on_constant, run_times=run_times, matrix=matrix, seed=seed, out=out, csv=csv, progress=progress)
+        on_constant=on_constant, run_times=run_times, matrix=matrix, seed=seed, out=out, csv=csv,
+        progress=not as_json)
     for w in results.warnings:
         typer.echo(f"whatif: warning: {w}", err=True)
     if as_json:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -49,8 +50,29 @@ def run(table: Path, *, signatures: bool = False, platforms: Sequence[str] | Non
         stop_rule: str = "graph", stalls: str | None = None, cycles: str | None = None,
         instructions: str | None = None, on_constant: str = "zero", run_times: Path | None = None,
         matrix: bool = False, seed: int = 0, out: Path | None = None, csv: bool = False,
-        progress: Callable[[str], None] | None = None) -> tuple[dict, SimilarityResults]:
-    """Run the engine on ``table``; returns the JSON document and the results (and writes ``out`` if given)."""
+        progress: bool = False) -> tuple[dict, SimilarityResults]:
+    """Run the engine on ``table``; returns the JSON document and the results (and writes ``out`` if given).
+
+    ``progress`` shows a rich status line on stderr (reading, each platform, writing).
+    """
+    with _status(progress) as note:
+        return _run(table, signatures, platforms, threshold, reference, kmeans, method, stop_rule, stalls, cycles,
+                    instructions, on_constant, run_times, matrix, seed, out, csv, note)
+
+
+@contextmanager
+def _status(enabled: bool):
+    if not enabled:
+        yield lambda msg: None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("whatif similarity: reading input") as status:
+        yield lambda msg: status.update(f"whatif similarity: {msg}")
+
+
+def _run(table, signatures, platforms, threshold, reference, kmeans, method, stop_rule, stalls, cycles,
+         instructions, on_constant, run_times, matrix, seed, out, csv, note) -> tuple[dict, SimilarityResults]:
     started = time.perf_counter()
     engine = SimilarityEngine(threshold=threshold, method=method, stop_rule=stop_rule, reference=reference,
                               kmeans=parse_kmeans(kmeans), seed=seed, on_constant=on_constant,
@@ -65,7 +87,8 @@ def run(table: Path, *, signatures: bool = False, platforms: Sequence[str] | Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SimilarityWarning)   # reported through results.warnings
         fit = engine.fit_signatures if signatures else engine.fit
-        results = fit(df, rt, source=str(table), csv_lines=csv_lines, progress=progress)
+        results = fit(df, rt, source=str(table), csv_lines=csv_lines,
+                      progress=lambda p: note(f"analysing platform {p}"))
     doc = results.to_dict(matrix=True if matrix else None)
     if out is not None:
         seconds = time.perf_counter() - started
@@ -73,8 +96,9 @@ def run(table: Path, *, signatures: bool = False, platforms: Sequence[str] | Non
         manifest = build_manifest(scenario={"command": "similarity", "input": str(table),
                                             "run_times": None if run_times is None else str(run_times),
                                             "signatures_table": signatures},
-                                  study="similarity", seed=seed, parameters=results.parameters,
+                                  study="similarity", seed=seed, parameters=dict(results.parameters),
                                   host_seconds=seconds, rates={"signatures_per_s": n_sig / max(seconds, 1e-9)})
+        note(f"writing {out}")
         with ResultsWriter(out, csv=csv) as writer:
             write_outputs(writer, results, doc, manifest, title=f"whatif similarity: {Path(table).name}",
                           matrix=matrix)
@@ -180,13 +204,22 @@ def add_report_sections(report: Report, results: SimilarityResults,
                            f"Recursive maximum-edge cuts on {p} (Figure 6 analogue)")
             add_figure(f"dendrogram_{_safe(p)}", r.plot_dendrogram(),
                        f"Cut hierarchy on {p} (Figure 7 analogue)")
-        report.table(r.cut_steps_frame(), caption=f"Algorithm 1 cut steps on {p}")
-        report.table(pd.DataFrame({"cluster": range(1, len(r.clusters) + 1),
-                                   "applications": [", ".join(c) for c in r.clusters]}),
-                     caption=f"Algorithm 1 clusters on {p}")
+        if r.n <= PLOT_LIMIT:
+            report.table(r.cut_steps_frame(), caption=f"Algorithm 1 cut steps on {p}")
+            report.table(pd.DataFrame({"cluster": range(1, len(r.clusters) + 1),
+                                       "applications": [", ".join(c) for c in r.clusters]}),
+                         caption=f"Algorithm 1 clusters on {p}")
+        else:
+            sizes = pd.Series([len(c) for c in r.clusters]).value_counts().sort_index()
+            report.table(pd.DataFrame({"cluster size": sizes.index, "clusters": sizes.to_numpy()}),
+                         caption=f"Algorithm 1 cluster sizes on {p}")
         if r.reference_search is not None:
-            report.table(r.reference_search_frame(),
-                         caption=f"Algorithm 2 on {p}: the sets examined; the last is the cluster of {r.reference}")
+            frame = r.reference_search_frame()
+            if r.n > PLOT_LIMIT:
+                frame = frame.drop(columns=["set"])
+            report.table(frame, caption=f"Algorithm 2 on {p}: the sets examined; the last is the cluster of "
+                                        f"{r.reference}: {', '.join(r.reference_cluster[:50])}"
+                                        + (" ..." if len(r.reference_cluster) > 50 else ""))
     if params.get("reference") is not None:
         report.heading("Algorithm 2 vs k-means (Table 8 analogue)")
         report.table(results.kmeans_table())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
@@ -68,6 +69,12 @@ class PlatformSimilarity:
     kmeans: Mapping = field(default_factory=dict)      # k -> KMeansResult
     n_intervals: np.ndarray | None = None
     warnings: tuple = ()
+
+    def __post_init__(self):
+        for arr in (self.signatures, self.ranks, self.embedding, self.n_intervals, self.clustering.labels):
+            if arr is not None:
+                arr.setflags(write=False)
+        object.__setattr__(self, "kmeans", MappingProxyType(dict(self.kmeans)))
 
     # -- derived ---------------------------------------------------------------
     @property
@@ -146,16 +153,21 @@ class PlatformSimilarity:
         return df
 
     def cut_steps_frame(self) -> pd.DataFrame:
+        """One row per cut step; the parts are named up to MATRIX_LIMIT applications, else given as sizes."""
+        named = self.n <= MATRIX_LIMIT
         return pd.DataFrame([{"step": s.step, "depth": s.depth, "cut_distance": s.weight,
                               "edges_cut": len(s.edges), "set_size": len(s.members),
-                              "parts": " | ".join(", ".join(self.names(p)) for p in s.parts)}
+                              "parts": " | ".join(", ".join(self.names(p)) if named else str(len(p))
+                                                  for p in s.parts)}
                              for s in self.clustering.steps],
                             columns=["step", "depth", "cut_distance", "edges_cut", "set_size", "parts"])
 
     def reference_search_frame(self) -> pd.DataFrame:
         if self.reference_search is None:
             return pd.DataFrame(columns=["step", "set_size", "cut_distance", "set"])
-        return pd.DataFrame([{"step": i + 1, "set_size": len(m), "cut_distance": w, "set": ", ".join(self.names(m))}
+        named = self.n <= MATRIX_LIMIT
+        return pd.DataFrame([{"step": i + 1, "set_size": len(m), "cut_distance": w,
+                              "set": ", ".join(self.names(m)) if named else ""}
                              for i, (m, w) in enumerate(self.reference_search.path)])
 
     # -- JSON ------------------------------------------------------------------
@@ -172,14 +184,17 @@ class PlatformSimilarity:
             doc["similarity"] = {a: dict(zip(apps, map(float, row))) for a, row in zip(apps, sim)}
         doc["mst"] = [[apps[a], apps[b], float(w)] for a, b, w in zip(self.tree.a, self.tree.b, self.tree.weight)]
         doc["clusters"] = self.clusters
-        doc["cut_steps"] = [{"step": s.step, "depth": s.depth, "cut_distance": s.weight,
-                             "set": self.names(s.members), "parts": [self.names(p) for p in s.parts],
+        named = self.n <= MATRIX_LIMIT      # above it, steps give sizes (member lists are O(n x depth))
+        doc["cut_steps"] = [{"step": s.step, "depth": s.depth, "cut_distance": s.weight, "set_size": len(s.members),
+                             **({"set": self.names(s.members), "parts": [self.names(p) for p in s.parts]} if named
+                                else {"part_sizes": [len(p) for p in s.parts]}),
                              "edges": [[apps[self.tree.a[e]], apps[self.tree.b[e]], float(self.tree.weight[e])]
                                        for e in s.edges]}
                             for s in self.clustering.steps]
         doc["reference_cluster"] = self.reference_cluster
         if self.reference_search is not None:
-            doc["reference_search"] = [{"set": self.names(m), "cut_distance": w}
+            doc["reference_search"] = [{"set_size": len(m), "cut_distance": w, **({"set": self.names(m)}
+                                                                                 if named else {})}
                                        for m, w in self.reference_search.path]
         doc["kmeans"] = {str(k): {"algorithm": r.algorithm, "clusters": self.kmeans_clusters(k),
                                   "reference_cluster": self.kmeans_reference_cluster(k),
@@ -240,6 +255,10 @@ class SimilarityResults:
     warnings: tuple = ()
     system_evaluation: SystemEvaluation | None = None
     series: pd.DataFrame | None = field(default=None, repr=False)   # per-interval CPI and stall ratios
+
+    def __post_init__(self):
+        object.__setattr__(self, "platforms", MappingProxyType(dict(self.platforms)))
+        object.__setattr__(self, "parameters", MappingProxyType(dict(self.parameters)))
 
     def __getitem__(self, platform: str) -> PlatformSimilarity:
         return self.platforms[platform]
@@ -303,11 +322,16 @@ class SimilarityResults:
                     lines.append(f"  {pe.key}: {pe.reference} predicted {pe.reference_prediction}"
                                  + ("" if pe.reference_speedup is None else
                                     f", true speedup {pe.reference_speedup:.3f} "
-                                    f"({'correct' if pe.reference_direction_correct else 'not correct'})"))
+                                    f"({_verdict(pe.reference_direction_correct)})"))
         for w in self.warnings:
             lines.append(f"warning: {w}")
         return Summary("\n".join(lines), tables)
 
     def plot_time_series(self, application: str, **kw):
+        """CPI and stall-ratio series of one application on each platform (Figure 3 analogue)."""
         from . import plots
         return plots.time_series(self, application, **kw)
+
+
+def _verdict(correct: bool | None) -> str:
+    return "direction correct" if correct else ("direction wrong" if correct is False else "not checkable")
