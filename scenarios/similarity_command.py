@@ -78,7 +78,7 @@ def _run(table, signatures, platforms, threshold, reference, kmeans, method, sto
                               kmeans=parse_kmeans(kmeans), seed=seed, on_constant=on_constant,
                               stalls=parse_list(stalls), cycles=cycles, instructions=instructions,
                               platforms=list(platforms) if platforms else None)
-    engine._validate_params()          # parameter errors before any file is read
+    engine.validate_params()          # parameter errors before any file is read
     df, csv_lines = read_table(table)
     rt = None
     if run_times is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings as _warnings
 from numbers import Integral, Real
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -96,7 +96,7 @@ class SimilarityEngine:
     def get_params(self) -> dict:
         return {name: getattr(self, name) for name in PARAMETER_CONSTRAINTS}
 
-    def _validate_params(self) -> None:
+    def validate_params(self) -> None:
         for name, (ok, must) in PARAMETER_CONSTRAINTS.items():
             value = getattr(self, name)
             if not ok(value):
@@ -106,7 +106,7 @@ class SimilarityEngine:
     def fit(self, time_series: pd.DataFrame, run_times: pd.DataFrame | None = None, *, source: str = "table",
             csv_lines: bool = False, progress: Callable[[str], None] | None = None) -> SimilarityResults:
         """Analyse a counter time-series table (contract 2); ``run_times`` enables the system evaluation."""
-        self._validate_params()
+        self.validate_params()
         sigs = signatures_from_time_series(time_series, stalls=self.stalls, cycles=self.cycles,
                                            instructions=self.instructions, platforms=self.platforms,
                                            on_constant=self.on_constant, source=source, csv_lines=csv_lines)
@@ -116,7 +116,7 @@ class SimilarityEngine:
                        source: str = "table", csv_lines: bool = False,
                        progress: Callable[[str], None] | None = None) -> SimilarityResults:
         """Analyse signatures given directly (a table such as seed 002's Table 1, or a ``Signatures``)."""
-        self._validate_params()
+        self.validate_params()
         if not isinstance(signatures, Signatures):
             signatures = signatures_from_table(signatures, stalls=self.stalls, platforms=self.platforms,
                                                source=source, csv_lines=csv_lines)

@@ -59,7 +59,7 @@ def similarity_heatmap(res, order: str = "cluster"):
     if res.n <= 20:
         for a in range(res.n):
             for b in range(res.n):
-                ax.text(b, a, f"{sim[a, b]:.1f}", ha="center", va="center", fontsize=7,
+                ax.text(b, a, f"{sim[a, b]:.1f}".replace("-0.0", "0.0"), ha="center", va="center", fontsize=7,
                         color="white" if abs(sim[a, b]) > 0.6 else "black")
     fig.colorbar(im, ax=ax, shrink=0.8, label="Kendall tau" if res.method == "kendall" else "Spearman rho")
     ax.set_title(f"Similarity on {res.platform}")
