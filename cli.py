@@ -177,6 +177,56 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
         typer.echo(f"results written to {out}", err=as_json)
 
 
+# --------------------------------------------------------------------------- similarity (seed 002)
+@app.command("similarity")
+@command
+def similarity_cmd(
+        table: Path = typer.Argument(..., help="counter time-series table (CSV or Parquet), or a signatures table "
+                                               "with --signatures"),
+        signatures: bool = typer.Option(False, "--signatures", help="TABLE holds signatures: application, platform, "
+                                                                    "one column per stall (e.g. seed 002 Table 1)"),
+        platform: Optional[List[str]] = typer.Option(None, "--platform", "-p", help="analyse only this platform "
+                                                                                   "(repeatable)"),
+        threshold: float = typer.Option(0.5, "--threshold", "-g", help="g of Algorithm 1, in (0, 2)"),
+        reference: Optional[str] = typer.Option(None, "--reference", help="reference application for Algorithm 2 "
+                                                                          "and the system evaluation"),
+        kmeans: str = typer.Option("3,5", "--kmeans", help="k values for the k-means comparison ('' for none)"),
+        method: str = typer.Option("spearman", "--method", help="spearman | kendall"),
+        stop_rule: str = typer.Option("graph", "--stop-rule", help="graph (Algorithm 1 as written) | mst "
+                                                                   "(single linkage at g)"),
+        stalls: Optional[str] = typer.Option(None, "--stalls", help="comma-separated stall columns (default: columns "
+                                                                    "whose name contains 'stall')"),
+        cycles: Optional[str] = typer.Option(None, "--cycles", help="cycles column (default: cycles or "
+                                                                    "CPU_CLK_UNHALTED.REF)"),
+        instructions: Optional[str] = typer.Option(None, "--instructions", help="instructions column (default: "
+                                                                                "instructions or INST_RETIRED.ANY)"),
+        on_constant: str = typer.Option("zero", "--on-constant", help="constant series: zero (r = 0, warn) | error"),
+        run_times: Optional[Path] = typer.Option(None, "--run-times", help="run times per application and platform "
+                                                                           "(CSV/Parquet) for the system evaluation"),
+        matrix: bool = typer.Option(False, "--matrix", help="include the similarity matrix even above 500 "
+                                                            "applications"),
+        seed: int = typer.Option(0, "--seed", help="seed of the k-means starts"),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, figures and report.html here"),
+        csv: bool = typer.Option(False, "--csv", help="also write the tables as CSV"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """Application similarity (seed 002): signatures, rank similarity, MST clusters, system evaluation."""
+    from scenarios import similarity_command
+
+    doc, results = similarity_command.run(
+        table, signatures=signatures, platforms=platform, threshold=threshold, reference=reference, kmeans=kmeans,
+        method=method, stop_rule=stop_rule, stalls=stalls, cycles=cycles, instructions=instructions,
+        on_constant=on_constant, run_times=run_times, matrix=matrix, seed=seed, out=out, csv=csv,
+        progress=not as_json)
+    for w in results.warnings:
+        typer.echo(f"whatif: warning: {w}", err=True)
+    if as_json:
+        echo_json(doc)
+    else:
+        typer.echo(str(results.summary()))
+        if out is not None:
+            typer.echo(f"results written to {out}")
+
+
 def main() -> None:  # console-script entry point
     app()
 
