@@ -452,15 +452,8 @@ class RefHierarchy:
         if self.p.page_walk.pollute:
             served = self.request(c, paddr, self.p.page_walk.pte_bytes, WALK, False, True, False)
         else:
-            served = "memory"
-            cur = c
-            while cur is not None:
-                if cur.set_of(cur.line_of(paddr)).find(cur.line_of(paddr)) >= 0:
-                    served = cur.name
-                    break
-                cur = cur.next
-            if served == "memory":
-                self.mem[WALK] += 1
+            served = "memory"          # cache-inhibited page tables
+            self.mem[WALK] += 1
         if served == "memory":
             t["walk_mem"] += 1
 

@@ -648,19 +648,10 @@ def _walk_load(C, G, T, M, N, paddr, row):
     if G[G_WALK_POLLUTE] != 0:
         r = request(C, G, T, M, N, lvl, paddr, G[G_PTE_BYTES], SRC_WALK, False, True, False)
     else:
-        # probe without allocating or updating replacement state: the walk reads through a path that
-        # leaves the caches as they were (the "no pollution" what-if)
+        # the "no pollution" what-if: page tables are cache-inhibited (PowerPC's WIMG bits allow it), so
+        # walk loads neither allocate nor disturb cache state, and memory serves every one of them
         r = n
-        cur = lvl
-        while cur >= 0:
-            line = paddr >> U64(C[cur, C_LINE_BITS])
-            slot0 = C[cur, C_SLOT0] + _set_of(C, cur, line) * C[cur, C_WAYS]
-            if _find(T, slot0, C[cur, C_WAYS], line) >= 0:
-                r = cur
-                break
-            cur = C[cur, C_NEXT]
-        if r == n:
-            N[G[G_MEMROW], SRC_WALK] += 1
+        N[G[G_MEMROW], SRC_WALK] += 1
     if r == n:
         N[row, TN_WALK_MEM] += 1
     return r

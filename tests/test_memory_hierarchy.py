@@ -1,0 +1,219 @@
+"""The numba memory hierarchy against the pure-Python reference (tests/memref.py) and against
+analytically known answers."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memref import RefHierarchy
+from simulator.memory.hierarchy import MemoryHierarchy
+from simulator.platform import load_platform, platform_names
+from simulator.traces import Stream, Trace, mixed_streams, synthetic_trace
+
+
+def both(platform, trace, seed=0):
+    fast = MemoryHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds).counters()
+    ref = RefHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds).counters()
+    return fast, ref
+
+
+def assert_same(fast, ref):
+    for section in ("levels", "tlbs"):
+        for name, row in ref[section].items():
+            for key, value in row.items():
+                assert fast[section][name][key] == value, (section, name, key)
+    assert fast["memory"] == ref["memory"]
+
+
+def small_trace(seed, n=6000, instr=0.5):
+    return synthetic_trace(mixed_streams(), n, seed=seed, instructions_per_access=instr, code_kb=48)
+
+
+@pytest.mark.parametrize("name", platform_names())
+def test_every_platform_matches_reference(name):
+    platform = load_platform(name)
+    fast, ref = both(platform, small_trace(7), seed=7)
+    assert_same(fast, ref)
+    assert fast["levels"][platform.top_cache("data")]["misses"] > 0   # the trace exercises misses
+
+
+# what-if variants that switch on every mechanism the kernel has, on caches small enough to evict a lot
+VARIANTS = {
+    "lru_everywhere": ["l1d.replacement=lru", "l1i.replacement=lru", "l2.size_kb=64"],
+    "fifo": ["l1d.replacement=fifo", "l2.replacement=fifo", "l2.size_kb=32"],
+    "random": ["l1d.replacement=random", "l2.replacement=random", "dtlb.replacement=random", "l2.size_kb=32"],
+    "write_through_no_allocate": ["l1d.write_policy=write_through", "l1d.write_allocate=false", "l2.size_kb=32"],
+    "inclusive_l2": ["l2.inclusion=inclusive", "l2.size_kb=32", "l1d.size_kb=8"],
+    "no_walk_pollution": ["page_walk.pollute=false", "l2.size_kb=64"],
+    "scattered_pages": ["memory.page_mapping=scattered", "l2.size_kb=64"],
+    "next_line_prefetch": ["l1d.prefetchers=['next_line']", "l1d.prefetch_degree=2", "l2.prefetchers=['adjacent_sector','next_line']"],
+    "ip_stride": ["l1d.prefetchers=['ip_stride']", "l2.prefetchers=['adjacent_line']", "l2.size_kb=64"],
+    "plru_tlb": ["dtlb.replacement=plru", "itlb.replacement=fifo", "dtlb.entries=16"],
+    "radix_walk": ["page_walk.kind=radix", "page_walk.cache_level=L2", "page_walk.cached_levels=1"],
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_mechanism_variants_match_reference(variant):
+    platform = load_platform("mpc7447a", VARIANTS[variant])
+    fast, ref = both(platform, small_trace(11), seed=11)
+    assert_same(fast, ref)
+
+
+def test_three_level_inclusive_and_large_pages_match_reference():
+    platform = load_platform("nehalem", ["memory.page_kb=2048", "l3.size_kb=128", "l2.size_kb=64", "l1d.size_kb=16"])
+    fast, ref = both(platform, small_trace(5, n=20000), seed=5)
+    assert_same(fast, ref)
+    assert fast["levels"]["L3"]["back_invalidations"] > 0
+    assert fast["tlbs"]["DTLB_LARGE"]["accesses"] > 0 and fast["tlbs"]["DTLB"]["accesses"] == 0
+
+
+def test_sliced_llc_matches_reference():
+    platform = load_platform("westmere", ["l3.size_kb=768", "l2.size_kb=64"])
+    fast, ref = both(platform, small_trace(9, n=8000), seed=9)
+    assert_same(fast, ref)
+
+
+kinds = st.sampled_from([0, 1, 2, 3])
+
+
+@st.composite
+def raw_traces(draw):
+    """Structured and random accesses, including line- and page-straddling ones and 64-bit addresses."""
+    n = draw(st.integers(1, 300))
+    base = draw(st.sampled_from([0x1000, 0x7FFF_FFFF_F000, 0xFFFF_FFFF_FFE0_0000]))
+    span = draw(st.sampled_from([1 << 10, 1 << 14, 1 << 20]))
+    offs = draw(st.lists(st.integers(0, span), min_size=n, max_size=n))
+    sizes = draw(st.lists(st.sampled_from([1, 2, 4, 8, 16, 33, 64]), min_size=n, max_size=n))
+    ks = draw(st.lists(kinds, min_size=n, max_size=n))
+    return Trace(np.fromiter((base + o for o in offs), dtype=np.uint64, count=n), np.array(sizes, dtype=np.uint16),
+                 np.array(ks, dtype=np.uint8))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw_traces(), st.sampled_from(["mpc7447a", "nehalem", "z10"]), st.integers(0, 3))
+def test_property_matches_reference_on_arbitrary_traces(trace, name, seed):
+    platform = load_platform(name, ["l1d.size_kb=4", "l1i.size_kb=4"] if name != "z10" else [])
+    fast, ref = both(platform, trace, seed=seed)
+    assert_same(fast, ref)
+
+
+# ----------------------------------------------------------------------- analytic answers
+def lru_cache(size_kb, ways, line=64, **extra):
+    """A one-level LRU data cache on the 7447A frame, TLB effects removed by one huge page."""
+    ov = [f"l1d.size_kb={size_kb}", f"l1d.associativity={ways}", f"l1d.line_bytes={line}", "l1d.replacement=lru",
+          "l1d.prefetchers=[]", "l2.prefetchers=[]", "l2.line_bytes=64", "l2.sector_bytes=64",
+          "l2.size_kb=8192", "l2.associativity=8"]
+    return load_platform("mpc7447a", ov + [f"{k}={v}" for k, v in extra.items()])
+
+
+def loads(addrs, size=8):
+    addrs = np.asarray(addrs, dtype=np.uint64)
+    return Trace(addrs, np.full(len(addrs), size, np.uint16), np.ones(len(addrs), np.uint8))
+
+
+def test_cyclic_sweep_larger_than_lru_cache_misses_every_time():
+    platform = lru_cache(4, 4, line=32)            # 32 sets x 4 ways
+    lines = 160                                    # 5 lines cycle through every 4-way set
+    addrs = np.tile(np.arange(lines) * 32, 20) + 0x100000
+    tr = loads(addrs)
+    l1d = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()["levels"]["L1D"]
+    assert l1d["load_accesses"] == len(addrs)
+    assert l1d["load_misses"] == len(addrs)
+
+
+def test_working_set_that_fits_hits_after_warmup():
+    platform = lru_cache(4, 4, line=32)
+    lines = 100
+    addrs = np.tile(np.arange(lines) * 32, 20) + 0x100000
+    tr = loads(addrs)
+    l1d = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()["levels"]["L1D"]
+    assert l1d["load_misses"] == lines
+
+
+def test_page_stride_touches_one_tlb_entry_per_access():
+    platform = load_platform("mpc7447a")
+    addrs = 0x20000000 + np.arange(100) * 4096     # 100 pages < 128 entries
+    tr = loads(np.tile(addrs, 3))
+    dtlb = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()["tlbs"]["DTLB"]
+    assert dtlb["accesses"] == 300
+    assert dtlb["misses"] == 100                  # one entry per page, all reused afterwards
+    assert dtlb["walks"] == 100
+
+
+def test_straddling_access_is_one_access_and_two_line_fetches():
+    platform = lru_cache(4, 4, line=32)
+    tr = loads([0x100000 + 28], size=8)           # bytes 28..35 cross a 32-byte line
+    c = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert c["levels"]["L1D"]["load_accesses"] == 1
+    assert c["levels"]["L1D"]["load_misses"] == 1
+    assert c["levels"]["L1D"]["straddling_accesses"] == 1
+    assert c["levels"]["L2"]["load_accesses"] == 2
+
+
+def test_64bit_addresses_are_not_truncated():
+    platform = lru_cache(4, 4, line=32)
+    lo, hi = 0x0000_1000_0000_0040, 0xFFFF_1000_0000_0040     # same low 48 bits
+    tr = loads([lo, hi, lo, hi])
+    c = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert c["levels"]["L1D"]["load_misses"] == 2
+
+
+def test_dirty_evictions_are_written_back():
+    platform = lru_cache(1, 1, line=32)           # 32 lines, direct mapped
+    addrs = np.arange(64) * 32 + 0x100000         # 64 lines: the second half evicts the first
+    tr = Trace(addrs.astype(np.uint64), np.full(64, 8, np.uint16), np.full(64, 2, np.uint8))
+    c = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert c["levels"]["L1D"]["writebacks"] == 32
+    assert c["levels"]["L2"]["writebacks_received"] == 32
+
+
+def test_sector_prefetch_of_the_7447a_l2_fetches_the_other_half():
+    platform = load_platform("mpc7447a")
+    tr = loads([0x100000, 0x100000 + 32])         # the two 32-byte halves of one 64-byte L2 line
+    c = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    l2 = c["levels"]["L2"]
+    assert l2["prefetches_issued"] >= 1
+    assert l2["load_misses"] == 1                 # the second half was prefetched
+    assert l2["prefetches_useful"] == 1
+
+
+def test_doubling_l2_never_increases_l2_misses_under_lru():
+    tr = small_trace(3, n=20000, instr=0.0)
+    base = ["l2.replacement=lru", "l2.prefetchers=[]"]
+    small = MemoryHierarchy(load_platform("mpc7447a", base + ["l2.size_kb=256"])).run(tr.addrs, tr.sizes, tr.kinds)
+    large = MemoryHierarchy(load_platform("mpc7447a", base + ["l2.size_kb=512", "l2.associativity=16"])).run(
+        tr.addrs, tr.sizes, tr.kinds)
+    assert large.counters()["levels"]["L2"]["misses"] <= small.counters()["levels"]["L2"]["misses"]
+
+
+def test_same_seed_same_counters_and_seed_changes_random_policy():
+    tr = small_trace(4)
+    platform = load_platform("mpc7447a", ["l2.replacement=random", "l2.size_kb=32"])
+    a = MemoryHierarchy(platform, seed=1).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    b = MemoryHierarchy(platform, seed=1).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    c = MemoryHierarchy(platform, seed=2).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert a == b
+    assert a["levels"]["L2"]["misses"] != c["levels"]["L2"]["misses"]
+
+
+def test_chunked_runs_equal_one_run():
+    tr = small_trace(8)
+    platform = load_platform("harpertown")
+    one = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    chunked = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds, chunk=777).counters()
+    assert one == chunked
+
+
+def test_walk_pollution_switch_changes_cache_traffic_not_tlb_counts():
+    tr = synthetic_trace([Stream("random", 1.0, footprint_kb=8192, access_bytes=8)], 20000, seed=2)
+    on = MemoryHierarchy(load_platform("mpc7447a")).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    off = MemoryHierarchy(load_platform("mpc7447a", ["page_walk.pollute=false"])).run(
+        tr.addrs, tr.sizes, tr.kinds).counters()
+    same = ("accesses", "misses", "walks", "walk_memory_accesses")
+    assert [on["tlbs"]["DTLB"][k] for k in same] == [off["tlbs"]["DTLB"][k] for k in same]
+    assert on["levels"]["L1D"]["walk_accesses"] > 0 and off["levels"]["L1D"]["walk_accesses"] == 0
+    # cache-inhibited page tables: every walk load goes to memory
+    assert off["tlbs"]["DTLB"]["walk_accesses_to_memory"] == off["tlbs"]["DTLB"]["walk_memory_accesses"]
+    assert off["levels"]["L1D"]["load_misses"] <= on["levels"]["L1D"]["load_misses"]
