@@ -94,6 +94,55 @@ def cachesim_cmd(trace: Path = typer.Argument(..., help="trace file (valgrind la
         cachesim_study.print_summary(doc)
 
 
+# --------------------------------------------------------------------------- trace
+trace_app = typer.Typer(no_args_is_help=True, help="Make, convert and describe address traces.")
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("synth")
+@command
+def trace_synth_cmd(out: Path = typer.Argument(..., help="output: .wtr (binary) or any other name (lackey text)"),
+                    accesses: int = typer.Option(1_000_000, "--accesses", help="data accesses"),
+                    seed: int = typer.Option(0, "--seed"),
+                    instructions_per_access: float = typer.Option(1.0, "--instructions-per-access",
+                                                                  help="instruction fetches per data access"),
+                    as_json: bool = typer.Option(False, "--json")) -> None:
+    """Write the standard mixed synthetic trace."""
+    from scenarios import trace_command
+
+    doc = trace_command.synth(out, accesses, seed, instructions_per_access)
+    echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
+
+
+@trace_app.command("convert")
+@command
+def trace_convert_cmd(src: Path = typer.Argument(..., help="input trace"),
+                      out: Path = typer.Argument(..., help="output: .wtr (binary) or lackey text"),
+                      fmt: str = typer.Option("auto", "--format", help="input format: lackey | whatif | auto"),
+                      as_json: bool = typer.Option(False, "--json")) -> None:
+    """Convert between valgrind lackey text and whatif's binary trace format."""
+    from scenarios import trace_command
+
+    doc = trace_command.convert(src, out, fmt)
+    echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
+
+
+@trace_app.command("info")
+@command
+def trace_info_cmd(src: Path = typer.Argument(..., help="trace file"),
+                   fmt: str = typer.Option("auto", "--format", help="lackey | whatif | auto"),
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """Count a trace's records by kind and its address range."""
+    from scenarios import trace_command
+
+    doc = trace_command.info(src, fmt)
+    if as_json:
+        echo_json(doc)
+    else:
+        for key, value in doc.items():
+            typer.echo(f"{key:<20} {value:,}" if isinstance(value, int) else f"{key:<20} {value}")
+
+
 # --------------------------------------------------------------------------- run
 @app.command("run")
 @command

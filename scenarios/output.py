@@ -42,6 +42,12 @@ def to_json(obj: Any, indent: int | None = 2) -> str:
     return json.dumps(obj, indent=indent, default=_json_default, allow_nan=True)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and a rename."""
     path = Path(path)
@@ -52,6 +58,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())          # mkstemp creates 0600; give the file normal permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -86,6 +93,7 @@ class ResultsWriter:
         parent = self.out_dir.resolve().parent
         parent.mkdir(parents=True, exist_ok=True)
         self._staging = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.tmp-", dir=parent))
+        os.chmod(self._staging, 0o777 & ~_umask())
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import io
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import pandas as pd
 
@@ -15,6 +14,7 @@ from models.errors import ModelInputError
 from models.regression import ModelInputWarning, RegressionResults, RegressionStudy, read_counter_totals
 from scenarios.manifest import build_manifest
 from scenarios.output import ResultsWriter
+from scenarios.progress import status
 from scenarios.report import Report
 
 
@@ -26,24 +26,11 @@ def split_list(text: str | None) -> list[str] | None:
     return items or None
 
 
-@contextmanager
-def _status(enabled: bool) -> Iterator:
-    """A rich spinner on stderr whose text follows the engine's progress messages."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status("whatif regress") as status:
-        yield lambda msg: status.update(f"whatif regress: {msg}")
-
-
 def run_regression(data: Path, response: str, predictors: Sequence[str] | None = None,
                    exclude: Sequence[str] = (), progress: bool = False, **params) -> RegressionResults:
     """Read ``data`` and fit; input errors are re-raised with the file name in front."""
     df = read_counter_totals(data)
-    with _status(progress) as say, warnings.catch_warnings():
+    with status("whatif regress", progress) as say, warnings.catch_warnings():
         warnings.simplefilter("ignore", ModelInputWarning)
         try:
             return RegressionStudy(**params).fit(df, response=response, predictors=predictors,

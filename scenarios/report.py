@@ -13,6 +13,7 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 _CSS = """
@@ -25,6 +26,20 @@ th{background:#eef} td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0} figcaption{font-size:.9em;color:#555}
 img{max-width:100%} .note{color:#555;font-size:.9em} pre{background:#f6f6f9;padding:.6em;overflow-x:auto}
 """
+
+
+def _cell(value: Any, float_format: str) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        if np.isnan(value):
+            return "–"
+        if float(value).is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return float_format.format(float(value))
+    return value
 
 
 def figure_png(fig, dpi: int = 110) -> bytes:
@@ -59,8 +74,8 @@ class Report:
 
     def table(self, df: pd.DataFrame, caption: str | None = None, index: bool = False,
               float_format: str = "{:.6g}") -> "Report":
-        body = df.to_html(index=index, border=0, float_format=lambda x: float_format.format(x),
-                          na_rep="–", escape=True)
+        """A table; whole numbers print with thousands separators, other numbers with ``float_format``."""
+        body = df.map(lambda v: _cell(v, float_format)).to_html(index=index, border=0, na_rep="–", escape=True)
         cap = f"<p><b>{html.escape(caption)}</b></p>" if caption else ""
         self._parts.append(cap + body)
         return self

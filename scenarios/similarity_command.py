@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,6 +20,7 @@ from models.similarity.results import MATRIX_LIMIT, PLOT_LIMIT
 from scenarios.errors import ScenarioError
 from scenarios.manifest import build_manifest
 from scenarios.output import ResultsWriter
+from scenarios.progress import status
 from scenarios.report import Report
 
 
@@ -55,20 +55,9 @@ def run(table: Path, *, signatures: bool = False, platforms: Sequence[str] | Non
 
     ``progress`` shows a rich status line on stderr (reading, each platform, writing).
     """
-    with _status(progress) as note:
+    with status("whatif similarity", progress) as note:
         return _run(table, signatures, platforms, threshold, reference, kmeans, method, stop_rule, stalls, cycles,
                     instructions, on_constant, run_times, matrix, seed, out, csv, note)
-
-
-@contextmanager
-def _status(enabled: bool):
-    if not enabled:
-        yield lambda msg: None
-        return
-    from rich.console import Console
-
-    with Console(stderr=True).status("whatif similarity: reading input") as status:
-        yield lambda msg: status.update(f"whatif similarity: {msg}")
 
 
 def _run(table, signatures, platforms, threshold, reference, kmeans, method, stop_rule, stalls, cycles,

@@ -180,7 +180,8 @@ def test_sector_prefetch_of_the_7447a_l2_fetches_the_other_half():
 
 
 def test_doubling_l2_never_increases_l2_misses_under_lru():
-    tr = small_trace(3, n=20000, instr=0.0)
+    mixed = small_trace(3, n=20000, instr=0.0)
+    tr = Trace(mixed.addrs, mixed.sizes, np.ones(len(mixed), np.uint8))   # loads: no writebacks
     base = ["l2.replacement=lru", "l2.prefetchers=[]"]
     small = MemoryHierarchy(load_platform("mpc7447a", base + ["l2.size_kb=256"])).run(tr.addrs, tr.sizes, tr.kinds)
     large = MemoryHierarchy(load_platform("mpc7447a", base + ["l2.size_kb=512", "l2.associativity=16"])).run(

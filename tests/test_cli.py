@@ -1,0 +1,234 @@
+"""The whatif command line: listings, platform descriptions, cachesim, run, validate, trace, bad input."""
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from simulator.platform import load_platform
+from simulator.schema import flatten
+
+runner = CliRunner()
+
+SMALL_SCENARIO = """
+schema_version = 1
+name = "tiny"
+description = "a small cachesim study"
+study = "cachesim"
+seed = 7
+platforms = ["mpc7447a"]
+
+[trace]
+synthetic = "mixed"
+accesses = 20000
+instructions_per_access = 0.5
+
+[variants.baseline]
+
+[variants.big]
+"l2.size_kb" = 1024
+"""
+
+LACKEY = """==12345== Lackey, an example Valgrind tool
+==12345== Command: ./a.out
+
+I  04016b0,3
+ L 1ffefffd78,8
+ S 1ffefffd70,8
+I  04016b3,4
+ M 0601040,4
+
+"""
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.exit_code == 2, result.output
+    lines = [l for l in result.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("whatif: error: ")
+    for frag in fragments:
+        assert frag in lines[0], lines[0]
+    assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------------------------ list / show
+def test_list_platforms_names_all_five():
+    result = invoke("list", "platforms")
+    assert result.exit_code == 0
+    names = {line.split()[0] for line in result.stdout.splitlines()}
+    assert {"mpc7447a", "z10", "harpertown", "nehalem", "westmere"} <= names
+
+
+def test_list_scenarios_includes_quickstart():
+    result = invoke("list", "scenarios")
+    assert result.exit_code == 0
+    assert "scenarios/quickstart.toml" in result.stdout
+
+
+def test_list_unknown_is_one_line():
+    assert_one_line_error(invoke("list", "bananas"), "bananas")
+
+
+def test_show_platform_json_paths_are_exactly_settable():
+    result = invoke("show", "platform", "mpc7447a", "--json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["caches"]["L2"]["size_kb"] == 512
+    assert len(doc["pmu"]["events"]) == 19
+    flat = flatten(doc)
+    # every dotted path is a key --set accepts (setting it to its own value changes nothing)
+    for key, value in flat.items():
+        load_platform("mpc7447a", [(key, value)])
+    assert load_platform("mpc7447a", ["caches.L2.size_kb=1024"]).caches["L2"].size_kb == 1024
+    assert load_platform("mpc7447a", ["l2.size_kb=1024"]).caches["L2"].size_kb == 1024
+
+
+def test_show_with_override_and_text():
+    result = invoke("show", "platform", "nehalem", "--set", "l3.size_kb=4096")
+    assert result.exit_code == 0
+    assert "caches.L3.size_kb" in result.stdout and "4096" in result.stdout
+
+
+# ------------------------------------------------------------------------------------ cachesim
+def test_cachesim_lackey_json_shape(tmp_path):
+    trace = tmp_path / "t.lackey"
+    trace.write_text(LACKEY)
+    result = invoke("cachesim", trace, "--platform", "mpc7447a", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["platform"] == "mpc7447a"
+    assert doc["trace_accesses"] == 5
+    assert set(doc["levels"]) == {"L1I", "L1D", "L2"}
+    assert doc["levels"]["L1D"]["accesses"] >= 3 and doc["levels"]["L1I"]["accesses"] == 2
+    assert {"accesses", "hits", "misses"} <= set(doc["levels"]["L2"])
+    assert doc["tlbs"]["DTLB"]["accesses"] == 3
+    assert isinstance(doc["simulation_seconds"], float)
+
+
+def test_cachesim_binary_equals_lackey(tmp_path):
+    lackey = tmp_path / "t.lackey"
+    binary = tmp_path / "t.wtr"
+    assert invoke("trace", "synth", lackey, "--accesses", 3000, "--seed", 4).exit_code == 0
+    assert invoke("trace", "convert", lackey, binary).exit_code == 0
+    a = json.loads(invoke("cachesim", lackey, "-p", "harpertown", "--json").stdout)
+    b = json.loads(invoke("cachesim", binary, "-p", "harpertown", "--json").stdout)
+    assert a["levels"] == b["levels"] and a["tlbs"] == b["tlbs"]
+
+
+def test_malformed_trace_line_names_its_line_number(tmp_path):
+    trace = tmp_path / "bad.lackey"
+    trace.write_text(LACKEY.replace(" S 1ffefffd70,8", " S 1ffefffd70;8"))
+    assert_one_line_error(invoke("cachesim", trace, "-p", "mpc7447a"), f"{trace}:6:")
+
+
+def test_unknown_platform(tmp_path):
+    trace = tmp_path / "t.lackey"
+    trace.write_text(LACKEY)
+    assert_one_line_error(invoke("cachesim", trace, "-p", "pentium4"), "unknown platform 'pentium4'", "mpc7447a")
+
+
+def test_unknown_override_key(tmp_path):
+    trace = tmp_path / "t.lackey"
+    trace.write_text(LACKEY)
+    assert_one_line_error(invoke("cachesim", trace, "-p", "mpc7447a", "--set", "l2.sise_kb=1024"),
+                          "l2.sise_kb", "did you mean")
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("l2.associativity=0", "associativity"),
+    ("l2.size_kb=384", "power of two"),                 # 384 KB / 8 ways / 64 B = 768 sets
+    ("l1d.line_bytes=48", "power of two"),
+    ("l1d.size_kb=0.01", "does not divide"),
+    ("l2.replacement=clock", "unknown replacement"),
+])
+def test_invalid_override_values(tmp_path, override, fragment):
+    trace = tmp_path / "t.lackey"
+    trace.write_text(LACKEY)
+    assert_one_line_error(invoke("cachesim", trace, "-p", "mpc7447a", "--set", override), fragment)
+
+
+def test_missing_trace_file(tmp_path):
+    assert_one_line_error(invoke("cachesim", tmp_path / "nope.lackey", "-p", "mpc7447a"), "no such file")
+
+
+# ------------------------------------------------------------------------------------ run
+def test_run_writes_complete_results_directory_and_is_deterministic(tmp_path):
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(SMALL_SCENARIO)
+    out1, out2 = tmp_path / "r1", tmp_path / "r2"
+    assert invoke("run", scenario, "--out", out1).exit_code == 0
+    assert invoke("run", scenario, "--out", out2).exit_code == 0
+    names = {p.name for p in out1.iterdir()}
+    assert {"manifest.json", "results.json", "report.html", "totals.parquet", "levels.parquet",
+            "tlbs.parquet", "miss_ratios.png", "mpka.png"} <= names
+    for table in ("totals", "levels", "tlbs"):
+        pd.testing.assert_frame_equal(pd.read_parquet(out1 / f"{table}.parquet"),
+                                      pd.read_parquet(out2 / f"{table}.parquet"))
+    results = json.loads((out1 / "results.json").read_text())
+    assert [r["variant"] for r in results["runs"]] == ["baseline", "big"]
+    base, big = results["runs"]
+    assert big["levels"]["L2"]["misses"] <= base["levels"]["L2"]["misses"]
+    manifest = json.loads((out1 / "manifest.json").read_text())
+    assert manifest["seed"] == 7 and manifest["rates"]["simulated_accesses_per_s"] > 0
+    assert manifest["parameters"]["runs"][1]["overrides"] == {"l2.size_kb": 1024}
+    html = (out1 / "report.html").read_text()
+    assert "baseline" in html and "big" in html and "data:image/png;base64," in html
+
+
+def test_run_seed_override_changes_the_trace(tmp_path):
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(SMALL_SCENARIO)
+    assert invoke("run", scenario, "--out", tmp_path / "a").exit_code == 0
+    assert invoke("run", scenario, "--out", tmp_path / "b", "--seed", 8).exit_code == 0
+    a = pd.read_parquet(tmp_path / "a" / "totals.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "totals.parquet")
+    assert not a.equals(b)
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (("study = \"cachesim\"", "study = \"cachesimm\""), "unknown study kind"),
+    (("seed = 7", "seed = -1"), "seed"),
+    (("\"l2.size_kb\" = 1024", "\"l2.size_kb\" = 1000"), "variants.big"),
+    (("accesses = 20000", "accesses = 0"), "trace"),
+    (("[trace]", "[trace]\nfile = \"x.lackey\""), "exactly one of"),
+    (("platforms = [\"mpc7447a\"]", "platforms = [\"mpc7447\"]"), "unknown platform"),
+    (("name = \"tiny\"", "name = \"tiny\"\ncolour = \"blue\""), "colour"),
+])
+def test_bad_scenario_is_one_line_and_writes_nothing(tmp_path, edit, fragment):
+    scenario = tmp_path / "bad.toml"
+    scenario.write_text(SMALL_SCENARIO.replace(*edit))
+    out = tmp_path / "out"
+    assert_one_line_error(invoke("run", scenario, "--out", out), fragment)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.toml"]
+
+
+def test_run_missing_scenario_file(tmp_path):
+    assert_one_line_error(invoke("run", tmp_path / "none.toml"), "no such file")
+
+
+def test_run_invalid_toml(tmp_path):
+    scenario = tmp_path / "broken.toml"
+    scenario.write_text("name = \n")
+    assert_one_line_error(invoke("run", scenario, "--out", tmp_path / "o"), "invalid TOML")
+
+
+# ------------------------------------------------------------------------------------ validate
+def test_validate_quick_json_memory_checks():
+    result = invoke("validate", "--quick", "--json", "--only",
+                    "cache: cyclic sweep over more lines than an LRU set holds misses every time",
+                    "--only", "tlb: a page-sized stride touches one TLB entry per access")
+    assert result.exit_code == 0, result.output
+    checks = json.loads(result.stdout)["checks"]
+    assert len(checks) == 2
+    assert all(set(c) >= {"name", "expected", "measured", "passed"} and c["passed"] for c in checks)
+
+
+def test_validate_unknown_check():
+    assert_one_line_error(invoke("validate", "--only", "no such check"), "unknown check")
