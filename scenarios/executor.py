@@ -24,7 +24,7 @@ class Executor:
             except ImportError:  # pragma: no cover - dask[distributed] is a dependency
                 raise ScenarioError("--cluster needs dask.distributed") from None
             try:
-                self._client = Client(self.cluster, timeout="10s")
+                self._client = Client(self.cluster, timeout="5s")
             except (OSError, TimeoutError) as exc:
                 raise ScenarioError(f"--cluster {self.cluster}: cannot reach a Dask scheduler ({exc})") from None
         return self
