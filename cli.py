@@ -49,6 +49,18 @@ def echo_json(doc) -> None:
     typer.echo(to_json(doc))
 
 
+def report_analysis(warnings, doc, summary, as_json: bool, out) -> None:
+    """The common ending of an analysis command: warnings on stderr, then JSON or the summary."""
+    for warning in warnings:
+        typer.echo(f"whatif: warning: {warning}", err=True)
+    if as_json:
+        echo_json(doc)
+    else:
+        typer.echo(str(summary))
+    if out is not None:
+        typer.echo(f"results written to {out}", err=as_json)
+
+
 # --------------------------------------------------------------------------- list / show
 @app.command("list")
 @command
@@ -216,14 +228,7 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
     res, doc = regress_command.regress_command(
         data, response, predictors=predictors, exclude=exclude, out=out, progress=not as_json,
         order=order, prune=prune, bic=bic, hierarchy=hierarchy, redundancy_cut=redundancy, folds=folds, seed=seed)
-    for warning in res.warnings:
-        typer.echo(f"whatif: warning: {warning}", err=True)
-    if as_json:
-        echo_json(doc)
-    else:
-        typer.echo(str(res.summary()))
-    if out is not None:
-        typer.echo(f"results written to {out}", err=as_json)
+    report_analysis(res.warnings, doc, res.summary(), as_json, out)
 
 
 # --------------------------------------------------------------------------- similarity (seed 002)
@@ -266,14 +271,7 @@ def similarity_cmd(
         method=method, stop_rule=stop_rule, stalls=stalls, cycles=cycles, instructions=instructions,
         on_constant=on_constant, run_times=run_times, matrix=matrix, seed=seed, out=out, csv=csv,
         progress=not as_json)
-    for w in results.warnings:
-        typer.echo(f"whatif: warning: {w}", err=True)
-    if as_json:
-        echo_json(doc)
-    else:
-        typer.echo(str(results.summary()))
-        if out is not None:
-            typer.echo(f"results written to {out}")
+    report_analysis(results.warnings, doc, results.summary(), as_json, out)
 
 
 def main() -> None:  # console-script entry point
