@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
 # Modules whose import registers checks.  Each subsystem keeps its checks next to its study code.
-CHECK_MODULES: list[str] = []
+CHECK_MODULES: list[str] = ["scenarios.checks_flowgsp"]
 
 
 @dataclass(frozen=True)
