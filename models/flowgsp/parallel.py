@@ -97,7 +97,7 @@ class DaskExecutor:
         trie_future = self.client.scatter(trie, broadcast=True, hash=False)
         futures = [self.client.submit(count_chunk, cf, trie_future, gap, window, pure=False)
                    for cf in self._chunk_futures]
-        for _ in dask_completed(futures):
+        for _ in dask_completed(futures, loop=self.client.loop):
             if on_chunk:
                 on_chunk()
         parts = self.client.gather(futures)

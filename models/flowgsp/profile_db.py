@@ -224,7 +224,8 @@ def efg_from_tables(tables: Mapping[str, pd.DataFrame], source: str = "<tables>"
     intra = intra.merge(nodes, on=["symbol_id", "block"], how="left")
     if intra.frequency.isna().any():
         r = intra[intra.frequency.isna()].iloc[0]
-        raise ModelInputError(f"{source}: table CFGNode has no row for block {r.block} of symbol {r.symbol_id}")
+        raise ModelInputError(f"{source}: table CFGNode has no row for block {int(r.block)} of symbol "
+                              f"{int(r.symbol_id)}")
     # inter-block edges from the CFG
     cfg = pd.DataFrame({"symbol_id": _numeric(edge, "CFGEdge", "symbol_id", source),
                         "kind": edge["kind"].astype(str).str.lower().to_numpy(),
