@@ -1,14 +1,9 @@
 """The FlowGSP engine: parameters, generations, thresholds, results object."""
 
-import json
-
-import matplotlib
-
-matplotlib.use("Agg")
 import pytest
 
 from models.errors import ModelInputError
-from models.flowgsp import EFG, FlowGSP, FlowGSPResults
+from models.flowgsp import EFG, FlowGSP
 
 
 def small():
@@ -66,22 +61,3 @@ def test_stops_at_an_empty_generation_and_respects_n_gen():
 def test_max_candidates_guard():
     with pytest.raises(ModelInputError, match="generation 2 has 12 candidates, more than max_candidates=5"):
         FlowGSP(min_support=0.0, max_candidates=5, workers=1).fit(small())
-
-
-def test_results_document_summary_and_plots():
-    res = FlowGSP(n_generations=2, min_support=0.3, min_diff_support=1.0, workers=1).fit(small())
-    assert isinstance(res, FlowGSPResults)
-    doc = res.to_dict(top=2)
-    assert set(doc) == {"sequences", "generations"}
-    assert doc["sequences"][0] == {"sequence": [["A"]], "sf": pytest.approx(1.2), "sw": 1.0,
-                                   "sm": pytest.approx(1.2), "sd": pytest.approx(0.2)}
-    assert len(doc["sequences"]) == 2 and set(doc["generations"][0]) == {"n", "candidates", "kept", "seconds"}
-    json.dumps(doc)
-    text = res.summary(top=3).as_text()
-    assert "g_max=0 w_max=0" in text and "<(A)>" in text
-    assert list(res.table().columns) == ["sequence", "items", "elements", "sf", "sw", "sm", "sd"]
-    assert res.plot_supports().axes and res.plot_generations().axes
-    with pytest.raises(AttributeError):
-        res.sequences = ()
-    with pytest.raises(TypeError):
-        res.parameters["gap"] = 3

@@ -1,12 +1,10 @@
 """GSP candidate generation: join (with the one-item special case), contiguous prune, trie flattening."""
 
-import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from models.flowgsp.reference import reference_next_generation
 from models.flowgsp.sequences import (contiguous_subsequences, drop_first, drop_last, first_generation,
                                       format_sequence, join, next_generation)
-from models.flowgsp.trie import build_trie
 
 A, B, C, D = 0, 1, 2, 3
 
@@ -62,18 +60,3 @@ def test_next_generation_matches_the_pairwise_reference(seqs, n):
 
 def test_format_sequence():
     assert format_sequence((("A",), ("B", "C"))) == "<(A), (B, C)>"
-
-
-def test_trie_shares_prefixes_and_indexes_children():
-    cands = [((A,), (B,)), ((A,), (C,)), ((A,), (B, C)), ((B,), (A,)), ((A, B),)]
-    trie = build_trie(cands, 4)
-    # nodes: <(A)>, <(A),(B)>, <(A),(C)>, <(A),(B,C)>, <(B)>, <(B),(A)>, <(A,B)>
-    assert trie.n_nodes == 7 and trie.max_depth == 2
-    root_a = 0
-    kids = trie.child_ids[trie.child_ptr[root_a]:trie.child_ptr[root_a + 1]]
-    assert sorted(trie.node_cand[kids].tolist()) == [0, 1, 2]
-    assert trie.child_min[trie.child_ptr[root_a]:trie.child_ptr[root_a + 1]].tolist() == [B, B, C]
-    assert trie.node_internal.tolist() == [True, False, False, False, True, False, False]
-    # depth-1 nodes holding attribute A: <(A)> and <(A,B)>
-    assert sorted(trie.d1_ids[trie.d1_ptr[A]:trie.d1_ptr[A + 1]].tolist()) == [0, 6]
-    assert np.all(trie.node_words[6] == np.uint64(0b11))

@@ -58,3 +58,11 @@ def test_planted_chain_support_is_what_the_kernel_counts():
     expected = np.sum([chain_support(planted, v, 3) for v in picked], axis=0)
     assert got == pytest.approx(expected, rel=1e-12)
     assert expected[0] > 0
+
+
+def test_event_scale_makes_a_denser_profile():
+    sparse = synthetic_efg(n_methods=40, seed=2).describe()["attributes_per_vertex"]
+    dense = synthetic_efg(n_methods=40, seed=2, event_scale=4.0).describe()["attributes_per_vertex"]
+    assert dense > sparse + 0.4
+    with pytest.raises(ModelInputError, match="'event_scale' parameter of synthetic_profile must be a number in"):
+        synthetic_profile(n_methods=2, event_scale=0)

@@ -41,11 +41,16 @@ INSTRUCTION_BYTES_P = (0.3, 0.55, 0.15)
 WEBSPHERE_METHODS = 1400
 
 
-def synthetic_profile(n_methods: int = WEBSPHERE_METHODS, seed: int = 0, ticks_per_instruction: float = 3.0
-                      ) -> dict[str, pd.DataFrame]:
-    """The six profile tables of a synthetic WebSphere-like profile (deterministic in ``seed``)."""
+def synthetic_profile(n_methods: int = WEBSPHERE_METHODS, seed: int = 0, ticks_per_instruction: float = 3.0,
+                      event_scale: float = 1.0) -> dict[str, pd.DataFrame]:
+    """The six profile tables of a synthetic WebSphere-like profile (deterministic in ``seed``).
+
+    ``event_scale`` multiplies the share of instructions exhibiting each hardware event (a denser,
+    harder profile for stress tests)."""
     if not isinstance(n_methods, (int, np.integer)) or n_methods < 1:
         raise constraint_error("n_methods", "synthetic_profile", "an integer >= 1", n_methods)
+    if not isinstance(event_scale, (int, float)) or not 0 < event_scale <= 20:
+        raise constraint_error("event_scale", "synthetic_profile", "a number in (0, 20]", event_scale)
     rng = np.random.default_rng(seed)
     sym_rows, dis_rows, lst_rows, node_rows, edge_rows = [], [], [], [], []
     ins_sym, ins_off, ins_block_freq, ins_pos, ins_len, ins_ops = [], [], [], [], [], []
@@ -153,7 +158,7 @@ def synthetic_profile(n_methods: int = WEBSPHERE_METHODS, seed: int = 0, ticks_p
     sampled = rng.poisson(lam) > 0          # an event is recorded only where samples land
 
     def exhibit(mask: np.ndarray, q: float) -> np.ndarray:
-        return mask & (rng.random(n) < q) & sampled
+        return mask & (rng.random(n) < min(1.0, q * event_scale)) & sampled
 
     def subset(mask: np.ndarray, q: float) -> np.ndarray:
         return mask & (rng.random(n) < q)
@@ -208,9 +213,10 @@ def synthetic_profile(n_methods: int = WEBSPHERE_METHODS, seed: int = 0, ticks_p
     }
 
 
-def synthetic_efg(n_methods: int = WEBSPHERE_METHODS, seed: int = 0) -> EFG:
+def synthetic_efg(n_methods: int = WEBSPHERE_METHODS, seed: int = 0, event_scale: float = 1.0) -> EFG:
     """The EFG of :func:`synthetic_profile` (built by the §4.3 construction)."""
-    return efg_from_tables(synthetic_profile(n_methods, seed), source=f"synthetic(n_methods={n_methods}, seed={seed})")
+    return efg_from_tables(synthetic_profile(n_methods, seed, event_scale=event_scale),
+                           source=f"synthetic(n_methods={n_methods}, seed={seed}, event_scale={event_scale})")
 
 
 def profile_shape(tables: dict[str, pd.DataFrame]) -> dict[str, int]:
