@@ -5,7 +5,10 @@
 Generation 1 holds every attribute; each generation's candidates are counted on every method (in
 parallel, see :mod:`parallel`), a candidate is dropped when S_M < ``min_support`` and S_D <
 ``min_diff_support``, and the next generation is the GSP join and prune of the kept ones.  Mining stops
-after ``n_generations`` generations or at an empty generation.
+after ``n_generations`` generations or at an empty generation.  The definitions are those of issue 6;
+where seed 001's pseudo-code (Algorithms 1-3) disagrees with them, ``models/flowgsp/README.md`` lists the
+differences ("Where the seed's pseudo-code disagrees").  ``max_candidates`` guards memory: a generation
+with more candidates stops the run with an error asking for higher thresholds.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ class FlowGSP:
 
     def __init__(self, gap: int = 0, window: int = 0, n_generations: int = 10, min_support: float = 0.01,
                  min_diff_support: float = 0.01, workers: int | None = None, cluster: str | None = None,
-                 chunk_vertices: int = CHUNK_VERTICES, max_candidates: int = 5_000_000):
+                 chunk_vertices: int = CHUNK_VERTICES, max_candidates: int = 2_000_000):
         self.gap = gap
         self.window = window
         self.n_generations = n_generations
