@@ -20,7 +20,7 @@ import numpy as np
 from models.errors import ModelInputError
 from models.flowgsp.graph import GraphChunk
 from models.flowgsp.kernel import count_chunk
-from models.flowgsp.trie import CandidateTrie
+from models.flowgsp.trie import CandidateTrie, build_trie
 
 DASK_CONNECT_TIMEOUT_S = 10
 
@@ -43,6 +43,8 @@ class LocalExecutor:
         self.chunks = list(chunks)
         self.workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+        if self.chunks:  # load (or compile) the kernel now, not inside the first generation's timing
+            count_chunk(self.chunks[0], build_trie([], 1), 0, 0)
 
     @property
     def n_chunks(self) -> int:
