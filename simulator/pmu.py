@@ -58,3 +58,25 @@ def merge_groups(groups: list[EventGroup], runs: list[dict[str, float]]) -> dict
         for event in group.programmed:
             merged[event] = run[event]
     return merged
+
+
+def evaluate(sources: dict[str, str], counters: dict[str, float], events: list[str] | None = None) -> dict[str, float]:
+    """The value of each event from the model's counters: ``sources`` maps an event to a sum or difference
+    of counter names (``"stall_load_queue_full + stall_store_queue_full"``, ``"L2.misses"``)."""
+    import re
+
+    out: dict[str, float] = {}
+    for event in (events if events is not None else list(sources)):
+        if event not in sources:
+            raise SimulatorInputError(f"pmu.sources: event {event!r} has no source formula")
+        total = 0.0
+        sign = 1.0
+        for token in re.findall(r"[-+]|[A-Za-z_][\w.]*", sources[event]):
+            if token in "+-":
+                sign = 1.0 if token == "+" else -1.0
+                continue
+            if token not in counters:
+                raise SimulatorInputError(f"pmu.sources.{event}: the model has no counter {token!r}")
+            total += sign * counters[token]
+        out[event] = total
+    return out

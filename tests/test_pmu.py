@@ -36,3 +36,12 @@ def test_merge_takes_each_event_from_its_own_run():
 def test_no_counters_is_an_error():
     with pytest.raises(SimulatorInputError):
         event_groups(["cycles"], 0)
+
+
+def test_evaluate_sums_and_differences():
+    from simulator.pmu import evaluate
+
+    counters = {"a": 10, "b": 3, "L2.misses": 7}
+    assert evaluate({"x": "a - b + L2.misses", "y": "a"}, counters) == {"x": 14.0, "y": 10.0}
+    with pytest.raises(SimulatorInputError, match="no counter 'c'"):
+        evaluate({"x": "a + c"}, counters)
