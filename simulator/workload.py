@@ -99,8 +99,10 @@ class Branches(_Strict):
     with probability ``bias``), ``periodic`` (a repeating pattern of period 2..``max_period``, which
     a global-history predictor learns) and ``random`` (data dependent, taken with probability
     ``random_taken``).  ``taken_rate`` is the dynamic taken rate of all conditional branches that
-    synthesis aims at by choosing the directions of biased and periodic branches."""
-    taken_rate: Prob = 0.55
+    synthesis aims at by choosing the directions of biased and periodic branches (loop branches
+    are taken while their loop runs, so loop-dominated code cannot go below what its loops give);
+    without it, directions are balanced."""
+    taken_rate: Prob | None = None
     loops: Prob = 0.25
     loop_trips: Annotated[float, Field(ge=1.0)] = 8.0
     fixed_trip_loops: Prob = 0.7

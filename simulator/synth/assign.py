@@ -162,14 +162,15 @@ def _agi_base(k, d, fstart, op, dst, dcls, lastw, window):
 
 
 @njit(cache=True)
-def assign_registers(op, fpdata, fstart, phase, chase_reg, advance, base_reg, icall, cond,
-                     dist_cdf, far, two, agi, agi_cdf, agi_win, partial, partial_flags,
+def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advance, base_reg, icall, cond,
+                     dist_cdf, far, two, agi, agi_cdf, partial, partial_flags,
                      n_int_rot, fp0, n_fp, gp, u,
                      dst, src1, src2, areg, flags):
     """Sequential register assignment over the static code (see the module docstring).
 
-    Per instruction: ``fpdata`` (load: FP destination; store: FP data), ``fstart`` (first
-    instruction of its function), ``phase``, ``chase_reg`` (-1 or the chase stream's pointer
+    Per instruction: ``fpdata`` (load: FP destination; store: FP data), ``fstart`` / ``bstart``
+    (first instruction of its function / basic block), ``agi_ok`` (an ALU op precedes it in its
+    block, so an address-generating dependence holds dynamically too), ``phase``, ``chase_reg`` (-1 or the chase stream's pointer
     register), ``advance`` (chase advance load), ``base_reg`` (long-lived base register),
     ``icall`` (indirect call), ``cond`` (conditional branch with a data source), ``u`` (uniforms,
     10 per instruction).  Per phase: the parameter rows.  Output arrays are filled in place."""
@@ -207,9 +208,10 @@ def assign_registers(op, fpdata, fstart, phase, chase_reg, advance, base_reg, ic
                 a = chase_reg[k]
             else:
                 a = -1
-                if uu[1] < agi[ph]:
+                if agi_ok[k] and uu[1] < agi[ph]:
+                    # the base comes from an ALU op of the same basic block (static order = dynamic order)
                     d = _draw(agi_cdf[ph], uu[2])
-                    a = _agi_base(k, d, fs, op, dst, dcls, lastw, agi_win[ph])
+                    a = _agi_base(k, d, bstart[k], op, dst, dcls, lastw, k - bstart[k])
                 if a < 0:
                     a = base_reg[k]
             areg[k] = a

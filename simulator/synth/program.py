@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simulator.isa import OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_RET, OP_STORE, IsaSpec
+from simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE, IsaSpec
 from simulator.synth import kernel as K
 from simulator.synth.assign import SLOT_OPS, assign_registers, block_lengths, weighted_classes
 from simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
@@ -216,9 +216,7 @@ def build_program(spec: Workload, isa: IsaSpec, seed: int, name: str = "workload
         pc = generate(params, rng)
         bound_call_sizes(pc, params.code.max_call_instructions)
         assign_behaviours(pc, rng)
-        for _ in range(2):      # shrinking loops changes the taken rate, and the directions change sizes
-            calibrate_taken(pc)
-            bound_call_sizes(pc, params.code.max_call_instructions)
+        bound_call_sizes(pc, params.code.max_call_instructions)
         calibrate_taken(pc)
         w, _ = block_weights(pc)
         filled.append(_fill(pc, w, streams, rng))
@@ -360,7 +358,6 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
     P = len(phases)
     dist_cdf = np.ones((P, 32))
     agi_cdf = np.ones((P, 32))
-    agi_win = np.zeros(P, np.int64)
     par = {k: np.zeros(P) for k in ("far", "two", "agi", "partial", "pflags")}
     for p, params in enumerate(phases):
         d = params.dependences
@@ -368,18 +365,31 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
         dist_cdf[p, :len(dw)] = np.cumsum(dw) / dw.sum()
         aw = np.array(d.agi_distance_weights)
         agi_cdf[p, :len(aw)] = np.cumsum(aw) / aw.sum()
-        agi_win[p] = len(aw) + 2
         par["far"][p], par["two"][p], par["agi"][p] = d.far, d.two_sources, d.agi
         if isa.partial_registers:
             par["partial"][p], par["pflags"][p] = d.partial_writes, d.partial_flag_writes
+    # address-generating dependences only where an ALU op precedes the access in its block; the
+    # probability is raised so that the weighted share of such accesses meets dependences.agi
+    block_key = g["phase"] * (1 << 32) + g["block"]
+    bstart = np.flatnonzero(np.concatenate([[True], block_key[1:] != block_key[:-1]]))
+    bstart_of = np.repeat(bstart, np.diff(np.concatenate([bstart, [N]])))
+    alu = np.isin(g["op"], (OP_ALU, OP_MUL)).astype(np.int64)
+    csum = np.concatenate([[0], np.cumsum(alu)])
+    agi_ok = (csum[np.arange(N)] - csum[bstart_of]) > 0
+    plain_mem = np.isin(g["op"], (OP_LOAD, OP_STORE)) & (chase_reg < 0)
+    for p, params in enumerate(phases):
+        sel = plain_mem & (g["phase"] == p)
+        wsum = float(g["weight"][sel].sum())
+        ok = float(g["weight"][sel & agi_ok].sum()) / wsum if wsum > 0 else 1.0
+        par["agi"][p] = min(1.0, params.dependences.agi / ok) if ok > 0 else 0.0
     dst = np.full(N, -1, np.int64)
     src1 = np.full(N, -1, np.int64)
     src2 = np.full(N, -1, np.int64)
     areg = np.full(N, -1, np.int64)
     flags = np.zeros(N, np.uint8)
     u = rng.random((N, 10))
-    assign_registers(g["op"], g["fpdata"], g["fstart"], g["phase"], chase_reg, g["adv"], base_reg, icall, cond,
-                     dist_cdf, par["far"], par["two"], par["agi"], agi_cdf, agi_win, par["partial"], par["pflags"],
+    assign_registers(g["op"], g["fpdata"], g["fstart"], bstart_of, agi_ok, g["phase"], chase_reg, g["adv"], base_reg, icall, cond,
+                     dist_cdf, par["far"], par["two"], par["agi"], agi_cdf, par["partial"], par["pflags"],
                      n_rot, G, isa.fprs, G - 2, u, dst, src1, src2, areg, flags)
     prog = StaticProgram(
         name=name, isa=isa, seed=int(seed), phases=tuple(phases), streams=streams,

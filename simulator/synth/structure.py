@@ -32,7 +32,8 @@ BEHAVIOUR_NAMES = ("biased", "periodic", "random")
 MAX_NEST = 4          # nesting of ifs and loops
 MAX_LOOP_DEPTH = 2    # loop nesting
 P_STRUCT = 0.55       # probability that a sequence item is an if or a loop (else a plain or call block)
-STRUCT_MEAN = 3.0     # mean blocks in an if or loop
+STRUCT_MEAN = 3.0     # mean blocks in an if
+LOOP_MEAN = 7.0       # mean blocks in a loop (bodies hold ifs and calls, as real loop bodies do)
 TRIP_SIGMA = 0.6      # log-normal spread of loop trip means around branches.loop_trips
 SIZE_SIGMA = 0.5      # log-normal spread of function sizes around code.function_instructions
 MAX_PERIOD_BITS = 64
@@ -40,32 +41,38 @@ MAX_PERIOD_BITS = 64
 
 @dataclass
 class PhaseCode:
-    """Block table of one phase (driver blocks last).  Arrays are indexed by block or construct."""
+    """Structure of one phase: region trees, constructs, call sites, and the block table of the
+    current layout (driver blocks last).  Arrays are indexed by block, construct or call site."""
     params: PhaseParams
     n_functions: int
     f_level: np.ndarray        # function -> call level (0: called by the driver)
     f_rank: np.ndarray         # function -> popularity rank (0: most popular)
-    f_first: np.ndarray        # function -> first block (the driver is function n_functions)
-    f_count: np.ndarray        # function -> number of blocks
-    b_func: np.ndarray         # block -> function
-    b_term: np.ndarray         # block -> terminator T_*
-    b_construct: np.ndarray    # block -> construct of its if/loop branch, or -1
-    b_target: np.ndarray       # block -> target block of its branch or jump, or -1
-    b_call: np.ndarray         # block -> call site, or -1
-    b_chain: np.ndarray        # block x MAX_NEST -> factor index (see factors); sentinel = 2 * constructs
+    trees: list                # function -> region tree (items, see _Builder.gen_seq)
+    atom_call: np.ndarray      # atom -> call site made there, or -1
+    driver_sites: int          # call sites of the driver
     c_loop: np.ndarray         # construct -> True for loops, False for ifs
+    c_else: np.ndarray         # if -> has an else arm
     c_mu: np.ndarray           # loop -> expected trip count (integral for fixed loops)
     c_base: np.ndarray         # loop -> trip count around which a variable loop draws (fixed: the count)
     c_fixed: np.ndarray        # loop -> fixed trip count
     c_behaviour: np.ndarray    # if -> B_*
-    c_u: np.ndarray            # if -> uniform draw deciding a biased branch's direction
+    c_u: np.ndarray            # if -> uniform draw: a biased if's first arm is the common (>= 0.5) or rare one
     c_period: np.ndarray       # periodic if -> period
     c_bits_u: np.ndarray       # periodic if -> uniforms deciding each pattern bit (constructs x 64)
-    cs_block: np.ndarray       # call site -> block
+    c_flip: np.ndarray         # if -> laid out with the arms the other way round (see if_probabilities)
     cs_indirect: np.ndarray    # call site -> indirect
     cs_targets: list           # call site -> array of callee functions
     cs_probs: list             # call site -> array of target probabilities
-    theta: float = 0.5         # direction parameter (set by calibrate_taken)
+    # block table of the current layout (set by layout())
+    f_first: np.ndarray = None     # function -> first block (the driver is function n_functions)
+    f_count: np.ndarray = None     # function -> number of blocks
+    b_func: np.ndarray = None      # block -> function
+    b_term: np.ndarray = None      # block -> terminator T_*
+    b_construct: np.ndarray = None  # block -> construct of its if/loop branch, or -1
+    b_target: np.ndarray = None    # block -> target block of its branch or jump, or -1
+    b_call: np.ndarray = None      # block -> call site, or -1
+    b_chain: np.ndarray = None     # block x MAX_NEST -> factor index; sentinel 2 * constructs
+    cs_block: np.ndarray = None    # call site -> block
 
     @property
     def n_blocks(self) -> int:
@@ -79,21 +86,33 @@ class PhaseCode:
     def driver(self) -> int:
         return self.n_functions
 
-    def if_probabilities(self, theta: float | None = None) -> np.ndarray:
-        """Taken probability of every construct's branch for direction parameter ``theta`` (loops: 0)."""
-        th = self.theta if theta is None else theta
+    def base_taken(self) -> np.ndarray:
+        """Taken probability of every if's branch in the unflipped layout (first arm falls
+        through, the branch jumps to the second arm or past the if).  The arm-execution
+        probabilities (and so the block weights) are the same in both layouts."""
         br = self.params.branches
         p = np.zeros(self.n_constructs)
         ifs = ~self.c_loop
         biased = ifs & (self.c_behaviour == B_BIASED)
-        p[biased] = np.where(self.c_u[biased] < th, br.bias, 1.0 - br.bias)
+        p[biased] = np.where(self.c_u[biased] < 0.5, br.bias, 1.0 - br.bias)
         per = ifs & (self.c_behaviour == B_PERIODIC)
         if per.any():
-            bits = self.c_bits_u[per] < th
+            bits = self.c_bits_u[per] < 0.5
             mask = np.arange(MAX_PERIOD_BITS)[None, :] < self.c_period[per][:, None]
             p[per] = (bits & mask).sum(axis=1) / self.c_period[per]
         p[ifs & (self.c_behaviour == B_RANDOM)] = br.random_taken
         return p
+
+    def if_probabilities(self) -> np.ndarray:
+        """Taken probability of every if's branch in the current layout (loops: 0).  A flipped if
+        without an else is laid out as "branch to the arm, else jump past it"; a flipped if-else
+        swaps its arms: either way the branch is taken exactly when it was not taken before."""
+        p = self.base_taken()
+        return np.where(self.c_flip & ~self.c_loop, 1.0 - p, p)
+
+    def arm_probabilities(self) -> np.ndarray:
+        """Probability that the first arm of each if runs (layout independent)."""
+        return 1.0 - self.base_taken()
 
     def flat_calls(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(call site, callee, probability) triples of every call edge."""
@@ -106,72 +125,148 @@ class PhaseCode:
 
     def pattern_bits(self, c: int) -> int:
         """The repeating outcome pattern of periodic construct ``c`` (bit i: outcome of execution i)."""
-        bits = self.c_bits_u[c, :self.c_period[c]] < self.theta
+        bits = self.c_bits_u[c, :self.c_period[c]] < 0.5
+        if self.c_flip[c]:
+            bits = ~bits
         return int(sum(1 << i for i, b in enumerate(bits) if b))
+
+    def layout(self) -> None:
+        """(Re)build the block table from the region trees and the current flips."""
+        _emit_all(self)
 
 
 # ------------------------------------------------------------------------------------ generation
 class _Builder:
+    """Region trees: lists of items ("atom", a), ("loop", body, c), ("if", first, second_or_None, c)
+    with atoms and constructs numbered as they are generated."""
+
     def __init__(self, params: PhaseParams, rng: np.random.Generator):
         self.p = params
         self.rng = rng
-        self.blocks: list[list] = []      # [func, term, construct, target, call, chain]
         self.c_loop: list[bool] = []
-        self.atoms: list[int] = []        # plain blocks of the current function (call-site candidates)
+        self.c_else: list[bool] = []
+        self.atom_func: list[int] = []
         self.atom_in_loop: list[bool] = []
 
-    # region trees are lists of items: ("atom",), ("loop", body), ("if", then, else_or_None)
-    def gen_seq(self, budget: int, loop_depth: int, nest: int) -> list:
+    def gen_seq(self, budget: int, loop_depth: int, nest: int, func: int) -> list:
         rng, br = self.rng, self.p.branches
         items: list = []
         while budget > 0:
             if budget >= 2 and nest < MAX_NEST and rng.random() < P_STRUCT:
-                size = int(min(budget, 1 + rng.geometric(1.0 / STRUCT_MEAN)))
+                loop = rng.random() < br.loops and loop_depth < MAX_LOOP_DEPTH
+                size = int(min(budget, 1 + rng.geometric(1.0 / (LOOP_MEAN if loop else STRUCT_MEAN))))
                 size = max(size, 2)
-                if rng.random() < br.loops and loop_depth < MAX_LOOP_DEPTH:
-                    items.append(("loop", self.gen_seq(size - 1, loop_depth + 1, nest + 1)))
+                c = len(self.c_loop)
+                self.c_loop.append(loop)
+                self.c_else.append(False)
+                if loop:
+                    items.append(("loop", self.gen_seq(size - 1, loop_depth + 1, nest + 1, func), c))
                 elif size >= 4 and rng.random() < br.if_else:
+                    self.c_else[c] = True
                     t = 1 + int(rng.integers(0, size - 3))
-                    items.append(("if", self.gen_seq(t, loop_depth, nest + 1),
-                                  self.gen_seq(size - 2 - t, loop_depth, nest + 1)))
+                    items.append(("if", self.gen_seq(t, loop_depth, nest + 1, func),
+                                  self.gen_seq(size - 2 - t, loop_depth, nest + 1, func), c))
                 else:
-                    items.append(("if", self.gen_seq(size - 1, loop_depth, nest + 1), None))
+                    items.append(("if", self.gen_seq(size - 1, loop_depth, nest + 1, func), None, c))
                 budget -= size
             else:
-                items.append(("atom",))
+                items.append(("atom", len(self.atom_func)))
+                self.atom_func.append(func)
+                self.atom_in_loop.append(loop_depth > 0)
                 budget -= 1
         return items
 
-    def new_block(self, func: int, term: int, chain: list, construct: int = -1, target: int = -1) -> int:
-        self.blocks.append([func, term, construct, target, -1, list(chain)])
+
+class _Emitter:
+    """Flattens region trees into blocks: [func, term, construct, target, call site, chain]."""
+
+    def __init__(self, pc: PhaseCode):
+        self.pc = pc
+        self.blocks: list[list] = []
+
+    def new_block(self, func: int, term: int, chain: list, construct: int = -1, target: int = -1,
+                  call: int = -1) -> int:
+        self.blocks.append([func, term, construct, target, call, chain])
         return len(self.blocks) - 1
 
-    def new_construct(self, loop: bool) -> int:
-        self.c_loop.append(loop)
-        return len(self.c_loop) - 1
-
-    def emit(self, items: list, func: int, chain: list, in_loop: bool = False) -> None:
+    def emit(self, items: list, func: int, chain: list) -> None:
+        flip = self.pc.c_flip
         for item in items:
-            if item[0] == "atom":
-                self.atoms.append(self.new_block(func, T_NONE, chain))
-                self.atom_in_loop.append(in_loop)
-            elif item[0] == "loop":
-                c = self.new_construct(True)
+            kind = item[0]
+            if kind == "atom":
+                site = int(self.pc.atom_call[item[1]])
+                self.new_block(func, T_CALL if site >= 0 else T_NONE, chain, call=site)
+            elif kind == "loop":
+                c = item[2]
                 start = len(self.blocks)
                 inner = chain + [2 * c]
-                self.emit(item[1], func, inner, True)
+                self.emit(item[1], func, inner)
                 self.new_block(func, T_LOOP, inner, c, start)
             else:
-                c = self.new_construct(False)
+                c = item[3]
+                first, second = item[1], item[2]
                 head = self.new_block(func, T_IF, chain, c)
-                self.emit(item[1], func, chain + [2 * c], in_loop)
-                if item[2] is not None:
+                if second is None and flip[c]:
+                    # branch to the arm (taken when it runs), else jump past it
                     jump = self.new_block(func, T_JUMP, chain + [2 * c])
                     self.blocks[head][3] = len(self.blocks)
-                    self.emit(item[2], func, chain + [2 * c + 1], in_loop)
+                    self.emit(first, func, chain + [2 * c + 1])
+                    self.blocks[jump][3] = len(self.blocks)
+                    continue
+                if second is not None and flip[c]:
+                    first, second = second, first
+                # link 2c: the fall-through position (runs with 1 - p), 2c + 1: the taken one (p)
+                self.emit(first, func, chain + [2 * c])
+                if second is not None:
+                    jump = self.new_block(func, T_JUMP, chain + [2 * c])
+                    self.blocks[head][3] = len(self.blocks)
+                    self.emit(second, func, chain + [2 * c + 1])
                     self.blocks[jump][3] = len(self.blocks)
                 else:
                     self.blocks[head][3] = len(self.blocks)
+
+
+def _emit_all(pc: PhaseCode) -> None:
+    """Block table of every function (then the driver) for the current flips.  Chain links: for an
+    if c, 2c marks blocks in its fall-through position (run with 1 - p, p its taken probability in
+    this layout) and 2c + 1 blocks in its taken position (run with p); see block_weights."""
+    e = _Emitter(pc)
+    F = pc.n_functions
+    first = np.zeros(F + 1, dtype=np.int64)
+    count = np.zeros(F + 1, dtype=np.int64)
+    for f in range(F):
+        first[f] = len(e.blocks)
+        e.emit(pc.trees[f], f, [])
+        e.new_block(f, T_RET, [])
+        count[f] = len(e.blocks) - first[f]
+    # driver: [call f; phase-exit check] x sites, phase-continue back to the head, switch jump
+    first[F] = head = len(e.blocks)
+    n_sites = len(pc.cs_targets)
+    exits = []
+    for k in range(pc.driver_sites):
+        e.new_block(F, T_CALL, [], call=n_sites - pc.driver_sites + k)
+        exits.append(e.new_block(F, T_PH_EXIT, []))
+    e.new_block(F, T_PH_CONT, [], -1, head)
+    switch = e.new_block(F, T_PH_SWITCH, [])
+    for x in exits:
+        e.blocks[x][3] = switch
+    count[F] = len(e.blocks) - first[F]
+    blocks = e.blocks
+    C = pc.n_constructs
+    chain = np.full((len(blocks), MAX_NEST), 2 * C, dtype=np.int64)
+    for i, blk in enumerate(blocks):
+        chain[i, :len(blk[5])] = blk[5]
+    pc.f_first, pc.f_count = first, count
+    pc.b_func = np.array([x[0] for x in blocks], dtype=np.int64)
+    pc.b_term = np.array([x[1] for x in blocks], dtype=np.int64)
+    pc.b_construct = np.array([x[2] for x in blocks], dtype=np.int64)
+    pc.b_target = np.array([x[3] for x in blocks], dtype=np.int64)
+    pc.b_call = np.array([x[4] for x in blocks], dtype=np.int64)
+    pc.b_chain = chain
+    cs_block = np.full(n_sites, -1, dtype=np.int64)
+    calls = np.flatnonzero(pc.b_call >= 0)
+    cs_block[pc.b_call[calls]] = calls
+    pc.cs_block = cs_block
 
 
 def _levels(n: int, depth: int, rng: np.random.Generator) -> np.ndarray:
@@ -205,39 +300,35 @@ class _Popularity:
 
 
 def generate(params: PhaseParams, rng: np.random.Generator) -> PhaseCode:
-    """Generate the structure of one phase."""
-    code, mix = params.code, params.mix
+    """Generate the structure of one phase (unflipped layout)."""
+    code, mix, br = params.code, params.mix, params.branches
     F = code.functions
     b = _Builder(params, rng)
     level = _levels(F, code.call_depth, rng)
     rank = rng.permutation(F)
     deepest = int(level.max())
-    first = np.zeros(F + 1, dtype=np.int64)
-    count = np.zeros(F + 1, dtype=np.int64)
-    call_sites: list[tuple[int, int]] = []     # (block, caller function)
     sizes = code.function_instructions * np.exp(SIZE_SIGMA * rng.standard_normal(F) - SIZE_SIGMA ** 2 / 2)
     budgets = np.maximum(1, np.rint(sizes * mix.branch)).astype(np.int64)
     n_calls_drawn = rng.poisson(code.calls_per_function, size=F)
+    trees = []
+    call_sites: list[tuple[int, int]] = []     # (atom, caller function)
     for f in range(F):
-        b.atoms, b.atom_in_loop = [], []
-        first[f] = len(b.blocks)
-        b.emit(b.gen_seq(int(budgets[f]), 0, 0), f, [])
-        b.new_block(f, T_RET, [])
-        count[f] = len(b.blocks) - first[f]
-        if level[f] < deepest and b.atoms and n_calls_drawn[f]:
-            pref = np.where(b.atom_in_loop, code.calls_in_loops, 1.0)
+        a0 = len(b.atom_func)
+        trees.append(b.gen_seq(int(budgets[f]), 0, 0, f))
+        atoms = np.arange(a0, len(b.atom_func))
+        if level[f] < deepest and len(atoms) and n_calls_drawn[f]:
+            pref = np.where(np.array(b.atom_in_loop[a0:]), code.calls_in_loops, 1.0)
             n_calls = min(int((pref > 0).sum()), int(n_calls_drawn[f]))
             # weighted sampling without replacement (Efraimidis-Spirakis keys)
             keys = np.where(pref > 0, rng.random(len(pref)) ** (1.0 / np.maximum(pref, 1e-300)), -1.0)
-            picks = np.array(b.atoms)[np.argsort(-keys, kind="stable")[:n_calls]]
-            for blk in picks:
-                b.blocks[int(blk)][1] = T_CALL
-                call_sites.append((int(blk), f))
+            for a in atoms[np.argsort(-keys, kind="stable")[:n_calls]]:
+                call_sites.append((int(a), f))
     # callees: candidates of a level-d caller are the deeper functions, most popular first
     by_rank = np.argsort(rank)
     pop = {d: _Popularity(by_rank[level[by_rank] > d], code.hot_skew) for d in range(deepest)}
-    cs_targets, cs_probs, cs_indirect, cs_block = [], [], [], []
-    for blk, f in call_sites:
+    atom_call = np.full(len(b.atom_func), -1, dtype=np.int64)
+    cs_targets, cs_probs, cs_indirect = [], [], []
+    for a, f in call_sites:
         cands = pop[int(level[f])]
         indirect = code.indirect_targets > 1 and rng.random() < code.indirect_calls and len(cands.cands) > 1
         if indirect:
@@ -247,33 +338,17 @@ def generate(params: PhaseParams, rng: np.random.Generator) -> PhaseCode:
         else:
             t = cands.pick(rng)
             probs = np.ones(1)
-        b.blocks[blk][4] = len(cs_block)
-        cs_block.append(blk)
+        atom_call[a] = len(cs_targets)
         cs_targets.append(t.astype(np.int64))
         cs_probs.append(probs)
         cs_indirect.append(indirect)
-    # driver: [call f; phase-exit check] x sites, phase-continue back to the head, switch jump
     top = _Popularity(by_rank[level[by_rank] == 0], code.hot_skew)
-    sites = max(16, 3 * len(top.cands))
-    first[F] = len(b.blocks)
-    head = first[F]
-    exits = []
-    for _ in range(sites):
-        blk = b.new_block(F, T_CALL, [])
-        b.blocks[blk][4] = len(cs_block)
-        cs_block.append(blk)
+    driver_sites = max(16, 3 * len(top.cands))
+    for _ in range(driver_sites):
         cs_targets.append(top.pick(rng))
         cs_probs.append(np.ones(1))
         cs_indirect.append(False)
-        exits.append(b.new_block(F, T_PH_EXIT, []))
-    b.new_block(F, T_PH_CONT, [], -1, int(head))
-    switch = b.new_block(F, T_PH_SWITCH, [])
-    for e in exits:
-        b.blocks[e][3] = switch
-    count[F] = len(b.blocks) - first[F]
-
     # construct attributes, drawn for all constructs at once
-    br = params.branches
     c_loop = np.array(b.c_loop, dtype=bool)
     C = len(c_loop)
     mu = br.loop_trips * np.exp(TRIP_SIGMA * rng.standard_normal(C) - TRIP_SIGMA ** 2 / 2)
@@ -284,25 +359,15 @@ def generate(params: PhaseParams, rng: np.random.Generator) -> PhaseCode:
     x = rng.random(C) * (br.biased + br.periodic + br.random)
     behaviour = np.where(x < br.biased, B_BIASED, np.where(x < br.biased + br.periodic, B_PERIODIC, B_RANDOM))
     behaviour[c_loop] = B_BIASED
-    period = rng.integers(2, br.max_period + 1, size=C)
-    c_u = rng.random(C)
-    bits_u = rng.random((C, MAX_PERIOD_BITS))
-    chain = np.full((len(b.blocks), MAX_NEST), 2 * C, dtype=np.int64)
-    for i, blk in enumerate(b.blocks):
-        chain[i, :len(blk[5])] = blk[5]
-    return PhaseCode(
-        params=params, n_functions=F, f_level=level.astype(np.int64), f_rank=rank.astype(np.int64),
-        f_first=first, f_count=count,
-        b_func=np.array([x[0] for x in b.blocks], dtype=np.int64),
-        b_term=np.array([x[1] for x in b.blocks], dtype=np.int64),
-        b_construct=np.array([x[2] for x in b.blocks], dtype=np.int64),
-        b_target=np.array([x[3] for x in b.blocks], dtype=np.int64),
-        b_call=np.array([x[4] for x in b.blocks], dtype=np.int64),
-        b_chain=chain,
-        c_loop=c_loop, c_mu=mu.astype(float), c_base=base.astype(float), c_fixed=fixed, c_behaviour=behaviour.astype(np.int64), c_u=c_u,
-        c_period=period.astype(np.int64), c_bits_u=bits_u,
-        cs_block=np.array(cs_block, dtype=np.int64), cs_indirect=np.array(cs_indirect, dtype=bool),
-        cs_targets=cs_targets, cs_probs=cs_probs)
+    pc = PhaseCode(
+        params=params, n_functions=F, f_level=level.astype(np.int64), f_rank=rank.astype(np.int64), trees=trees,
+        atom_call=atom_call, driver_sites=driver_sites, c_loop=c_loop, c_else=np.array(b.c_else, dtype=bool),
+        c_mu=mu.astype(float), c_base=base.astype(float), c_fixed=fixed, c_behaviour=behaviour.astype(np.int64),
+        c_u=rng.random(C), c_period=rng.integers(2, br.max_period + 1, size=C).astype(np.int64),
+        c_bits_u=rng.random((C, MAX_PERIOD_BITS)), c_flip=np.zeros(C, dtype=bool),
+        cs_indirect=np.array(cs_indirect, dtype=bool), cs_targets=cs_targets, cs_probs=cs_probs)
+    pc.layout()
+    return pc
 
 
 def trip_range(base: np.ndarray | float, spread: float) -> tuple:
@@ -325,21 +390,22 @@ def mean_floor(lo: np.ndarray, width: np.ndarray) -> np.ndarray:
         f = np.floor(x)
         return f * (f - 1.0) / 2.0 + f * (x - f)
 
+    wide = width > 1e-9            # narrower draws are a point mass (and the formula would cancel badly)
     hi = lo + width
-    safe = np.where(width > 0, width, 1.0)
+    safe = np.where(wide, width, 1.0)
     below_one = np.clip(np.minimum(hi, 1.0) - lo, 0.0, None)      # where floor is 0, max() makes it 1
     spread_mean = (prim(hi) - prim(lo) + below_one) / safe
-    return np.where(width > 0, spread_mean, np.maximum(1.0, np.floor(lo)))
+    return np.where(wide, spread_mean, np.maximum(1.0, np.floor(lo)))
 
 
 # ------------------------------------------------------------------------------------ weights
-def block_weights(pc: PhaseCode, theta: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def block_weights(pc: PhaseCode) -> tuple[np.ndarray, np.ndarray]:
     """Expected executions of every block per driver iteration, and of every function.
 
     A block inside loops and ifs executes (function invocations) x (product of the trip means of
     its loops and of the probabilities of the if-arms it sits in); invocations follow the call
     sites level by level (the call graph only calls deeper levels, so it is a DAG)."""
-    fv = _factors(pc, pc.if_probabilities(theta), pc.c_mu)
+    fv = _factors(pc, pc.if_probabilities(), pc.c_mu)
     lam = fv[pc.b_chain].prod(axis=1)
     F = pc.n_functions
     inv = np.zeros(F + 1)
@@ -463,9 +529,9 @@ def assign_behaviours(pc: PhaseCode, rng: np.random.Generator) -> None:
         pc.c_mu[cons] = np.where(fixed, pc.c_base[cons], expected_trips(pc.c_base[cons], br.loop_trip_spread))
 
 
-def taken_rate(pc: PhaseCode, w: np.ndarray, theta: float | None = None) -> float:
+def taken_rate(pc: PhaseCode, w: np.ndarray) -> float:
     """Expected dynamic taken rate of the conditional branches for block weights ``w``."""
-    p = pc.if_probabilities(theta)
+    p = pc.if_probabilities()
     cond = np.isin(pc.b_term, COND_TERMS)
     taken = np.zeros(pc.n_blocks)
     c = pc.b_construct
@@ -478,21 +544,33 @@ def taken_rate(pc: PhaseCode, w: np.ndarray, theta: float | None = None) -> floa
     return float((w * taken).sum() / total) if total > 0 else 0.0
 
 
-def calibrate_taken(pc: PhaseCode, steps: int = 18) -> float:
-    """Choose the direction parameter theta (which biased branches lean taken, which pattern bits
-    are 1) so that the expected taken rate meets ``branches.taken_rate``; returns the rate reached."""
+def calibrate_taken(pc: PhaseCode) -> float:
+    """Lay the ifs out so that the expected taken rate comes closest to ``branches.taken_rate``.
+
+    Flipping an if (the arm becomes the taken path, or the arms swap) turns its taken
+    probability p into 1 - p without changing which code runs, so block weights stay put and the
+    choice is a subset-sum over the biased and periodic ifs (data-dependent random ifs keep their
+    ``random_taken``): hottest first, flip an if when that brings the rate closer.  Returns the
+    rate reached; without a target nothing is flipped."""
     target = pc.params.branches.taken_rate
-    lo, hi = 0.0, 1.0
-    best = (np.inf, 0.5, 0.0)
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        w, _ = block_weights(pc, mid)
-        rate = taken_rate(pc, w, mid)
-        if abs(rate - target) < best[0]:
-            best = (abs(rate - target), mid, rate)
-        if rate < target:
-            lo = mid
-        else:
-            hi = mid
-    pc.theta = best[1]
-    return best[2]
+    pc.c_flip[:] = False
+    w, _ = block_weights(pc)
+    if target is None:
+        return taken_rate(pc, w)
+    heads = np.flatnonzero(pc.b_term == T_IF)
+    cons = pc.b_construct[heads]
+    p0 = pc.base_taken()[cons]
+    cond = np.isin(pc.b_term, COND_TERMS)
+    total = float((w * cond).sum())
+    if total <= 0:
+        return 0.0
+    current = taken_rate(pc, w) * total
+    goal = target * total
+    gain = w[heads] * (1.0 - 2.0 * p0)                 # change of the taken count when flipped
+    movable = pc.c_behaviour[cons] != B_RANDOM
+    for i in np.argsort(-np.abs(gain), kind="stable"):
+        if movable[i] and abs(current + gain[i] - goal) < abs(current - goal):
+            current += gain[i]
+            pc.c_flip[cons[i]] = True
+    pc.layout()
+    return taken_rate(pc, block_weights(pc)[0])
