@@ -73,6 +73,7 @@ class PhaseCode:
     b_call: np.ndarray = None      # block -> call site, or -1
     b_chain: np.ndarray = None     # block x MAX_NEST -> factor index; sentinel 2 * constructs
     cs_block: np.ndarray = None    # call site -> block
+    taken_step: float = 0.0        # largest change of the taken rate one flip makes (calibration granularity)
 
     @property
     def n_blocks(self) -> int:
@@ -544,6 +545,27 @@ def taken_rate(pc: PhaseCode, w: np.ndarray) -> float:
     return float((w * taken).sum() / total) if total > 0 else 0.0
 
 
+def taken_range(pc: PhaseCode) -> tuple[float, float]:
+    """Lowest and highest expected taken rate that flipping the biased and periodic ifs can give
+    (loop branches and data-dependent random ifs are fixed)."""
+    flips = pc.c_flip.copy()
+    pc.c_flip[:] = False
+    pc.layout()
+    w, _ = block_weights(pc)
+    cond = np.isin(pc.b_term, COND_TERMS)
+    total = float((w * cond).sum())
+    base = taken_rate(pc, w) * total
+    heads = np.flatnonzero(pc.b_term == T_IF)
+    cons = pc.b_construct[heads]
+    gain = w[heads] * (1.0 - 2.0 * pc.base_taken()[cons])
+    gain = np.where(pc.c_behaviour[cons] != B_RANDOM, gain, 0.0)
+    pc.c_flip[:] = flips
+    pc.layout()
+    if total <= 0:
+        return 0.0, 0.0
+    return (base + gain[gain < 0].sum()) / total, (base + gain[gain > 0].sum()) / total
+
+
 def calibrate_taken(pc: PhaseCode) -> float:
     """Lay the ifs out so that the expected taken rate comes closest to ``branches.taken_rate``.
 
@@ -568,9 +590,19 @@ def calibrate_taken(pc: PhaseCode) -> float:
     goal = target * total
     gain = w[heads] * (1.0 - 2.0 * p0)                 # change of the taken count when flipped
     movable = pc.c_behaviour[cons] != B_RANDOM
-    for i in np.argsort(-np.abs(gain), kind="stable"):
-        if movable[i] and abs(current + gain[i] - goal) < abs(current - goal):
-            current += gain[i]
-            pc.c_flip[cons[i]] = True
+    flipped = np.zeros(len(heads), dtype=bool)
+    order = np.argsort(-np.abs(gain), kind="stable")
+    for _ in range(6):          # hottest first, then passes that undo or add flips while it helps
+        changed = False
+        for i in order:
+            delta = -gain[i] if flipped[i] else gain[i]
+            if movable[i] and abs(current + delta - goal) < abs(current - goal) - 1e-12:
+                current += delta
+                flipped[i] = not flipped[i]
+                changed = True
+        if not changed:
+            break
+    pc.c_flip[cons[flipped]] = True
+    pc.taken_step = float(np.abs(gain[movable]).max() / total) if movable.any() else 0.0
     pc.layout()
     return taken_rate(pc, block_weights(pc)[0])
