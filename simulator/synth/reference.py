@@ -85,7 +85,7 @@ class ReferenceWalker:
         width = int(st.z_width[b])
         if width == 1:
             return int(st.z_lo[b])
-        return int(st.z_lo[b]) + self.next_u64() % width
+        return int(st.z_lo[b]) + (((self.next_u64() >> 32) * width) >> 32)
 
     # ---------------------------------------------------------------- one stream access
     def address(self, j: int, advance: bool, off: int) -> int:

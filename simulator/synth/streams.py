@@ -184,20 +184,27 @@ def alias_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------ numba helpers
-@njit(cache=True, inline="always")
-def next_u64(rng):
-    """splitmix64 step on ``rng[0]``; returns 64 random bits."""
-    rng[0] = rng[0] + M1
-    z = rng[0]
+# The walker keeps the generator state in a local scalar and calls only scalar functions: numba
+# passes arrays to a called function with reference counting, which costs more than the work.
+@njit(cache=True)
+def mix64(z):
+    """The splitmix64 output function of state ``z`` (the state advances by M1 per draw)."""
     z = (z ^ (z >> U64(30))) * M2
     z = (z ^ (z >> U64(27))) * M3
     return z ^ (z >> U64(31))
 
 
-@njit(cache=True, inline="always")
-def uniform(rng):
-    """A float in [0, 1) with 53 random bits."""
-    return float(next_u64(rng) >> U64(11)) * (1.0 / 9007199254740992.0)
+@njit(cache=True)
+def to_unit(bits):
+    """A float in [0, 1) from the top 53 of 64 random bits."""
+    return float(bits >> U64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def next_u64(rng):
+    """splitmix64 step on ``rng[0]``; returns 64 random bits (for tests and setup code)."""
+    rng[0] = rng[0] + M1
+    return mix64(rng[0])
 
 
 @njit(cache=True)
@@ -226,11 +233,12 @@ def perm_walk(x, n, bits, salt):
     return y
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def random_rank(n, zoff, zlen, z_lo, z_width, z_prob, z_alias, rng):
     """A rank in [0, n): uniform when ``zoff`` < 0, else from the stream's popularity table (alias
-    method over buckets, then a uniform rank inside the bucket)."""
-    u = uniform(rng)
+    method over buckets, then a uniform rank inside the bucket).  The walker inlines the same
+    steps; this version serves the tests."""
+    u = to_unit(next_u64(rng))
     if zoff < 0:
         r = np.int64(u * n)
         return r if r < n else n - 1
@@ -244,4 +252,5 @@ def random_rank(n, zoff, zlen, z_lo, z_width, z_prob, z_alias, rng):
     w = z_width[b]
     if w == 1:
         return z_lo[b]
-    return z_lo[b] + np.int64(next_u64(rng) % U64(w))
+    # uniform in [0, w) by multiply-high of 32 random bits (w < 2**32; no division)
+    return z_lo[b] + np.int64(((next_u64(rng) >> U64(32)) * U64(w)) >> U64(32))

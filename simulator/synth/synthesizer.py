@@ -52,7 +52,12 @@ class Synthesizer:
         self.program: StaticProgram = program_for(self.spec, isa, self.seed, self.name)
         self.schedule = nominal_lengths(self.spec, instructions)
         prog = self.program
-        self._state = np.zeros(len(prog), np.int64)
+        # compact copies of the per-instruction arrays the walker reads (cache footprint)
+        self._state = np.zeros(len(prog), np.int32)
+        self._runs = K.straight_runs(prog.kind).astype(np.int32)
+        self._kind = prog.kind.astype(np.uint8)
+        self._tgt = prog.tgt.astype(np.int32)
+        self._off = prog.off.astype(np.int32)
         self._packed = K.pack_static(prog.op, prog.size, prog.dst, prog.src1, prog.src2, prog.areg, prog.msize,
                                      prog.flags)
         self._ST = prog.streams.initial_state()
@@ -72,12 +77,21 @@ class Synthesizer:
         return int(self._W[K.W_COUNT])
 
     def next_block(self, n: int) -> InstrBlock:
-        """The next ``n`` dynamic instructions."""
+        """The next ``n`` dynamic instructions, in a newly allocated block."""
         n = int(n)
         if n < 0:
             raise SimulatorInputError(f"block size must be non-negative (got {n})")
-        blk = InstrBlock(**{name: np.empty(n, dtype=dt) for name, dt in FIELDS})
-        out = blk.arrays()
+        return self.fill(InstrBlock(**{name: np.empty(n, dtype=dt) for name, dt in FIELDS}))
+
+    def fill(self, block: InstrBlock) -> InstrBlock:
+        """Overwrite ``block`` with the next ``len(block)`` instructions and return it.  Reusing one
+        block saves the allocation and first-touch cost of fresh arrays (a timing model that
+        consumes block after block should do this)."""
+        n = len(block)
+        out = block.arrays()
+        for (name, dt), a in zip(FIELDS, out):
+            if a.dtype != np.dtype(dt) or len(a) != n or not a.flags.c_contiguous:
+                raise ValueError(f"InstrBlock.{name}: expected contiguous {np.dtype(dt)}[{n}], got {a.dtype}[{len(a)}]")
         p = self.program
         st = p.streams
         done = 0
@@ -86,15 +100,15 @@ class Synthesizer:
         while done < n:
             n_log = np.zeros(1, np.int64)
             views = out if done == 0 else tuple(a[done:] for a in out)
-            got = K.walk(n - done, *views, p.pc, self._packed, p.kind, p.tgt, p.arg, p.arg2, p.prob, p.prob2, p.off,
-                         self._state, p.ic_target, p.ic_cdf, self._ST, st.z_lo, st.z_width, st.z_prob,
-                         st.z_alias, self.schedule, p.driver_entry,
-                         self._W, self._stack, self._rng, log_at, log_phase, n_log)
+            got = K.walk(n - done, *views, p.pc, self._packed, self._runs, self._kind, self._tgt, p.arg, p.arg2, p.prob,
+                         p.prob2, self._off, self._state, p.ic_target, p.ic_cdf, self._ST, st.z_lo, st.z_width,
+                         st.z_prob, st.z_alias, self.schedule, p.driver_entry, self._W, self._stack, self._rng,
+                         log_at, log_phase, n_log)
             done += got
             k = int(n_log[0])
             self._log_at.extend(log_at[:k].tolist())
             self._log_phase.extend(log_phase[:k].tolist())
-        return blk
+        return block
 
     # ------------------------------------------------------------------ phases
     @property
