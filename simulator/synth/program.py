@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE, IsaSpec
+from simulator.synth import depcal
 from simulator.synth import kernel as K
 from simulator.synth.assign import SLOT_OPS, assign_registers, block_lengths, weighted_classes
 from simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
@@ -356,13 +357,10 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
     cond = np.isin(kind, (K.K_BERN, K.K_PERIODIC, K.K_LOOP_FIXED, K.K_LOOP_VAR))
     icall = kind == K.K_ICALL
     P = len(phases)
-    dist_cdf = np.ones((P, 32))
     agi_cdf = np.ones((P, 32))
     par = {k: np.zeros(P) for k in ("far", "two", "agi", "partial", "pflags")}
     for p, params in enumerate(phases):
         d = params.dependences
-        dw = np.array(d.distance_weights)
-        dist_cdf[p, :len(dw)] = np.cumsum(dw) / dw.sum()
         aw = np.array(d.agi_distance_weights)
         agi_cdf[p, :len(aw)] = np.cumsum(aw) / aw.sum()
         par["far"][p], par["two"][p], par["agi"][p] = d.far, d.two_sources, d.agi
@@ -382,22 +380,35 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
         wsum = float(g["weight"][sel].sum())
         ok = float(g["weight"][sel & agi_ok].sum()) / wsum if wsum > 0 else 1.0
         par["agi"][p] = min(1.0, params.dependences.agi / ok) if ok > 0 else 0.0
-    dst = np.full(N, -1, np.int64)
-    src1 = np.full(N, -1, np.int64)
-    src2 = np.full(N, -1, np.int64)
-    areg = np.full(N, -1, np.int64)
-    flags = np.zeros(N, np.uint8)
     u = rng.random((N, 10))
-    assign_registers(g["op"], g["fpdata"], g["fstart"], bstart_of, agi_ok, g["phase"], chase_reg, g["adv"], base_reg, icall, cond,
-                     dist_cdf, par["far"], par["two"], par["agi"], agi_cdf, par["partial"], par["pflags"],
-                     n_rot, G, isa.fprs, G - 2, u, dst, src1, src2, areg, flags)
+
+    def assign(weights: np.ndarray, far: np.ndarray) -> tuple:
+        cdf = np.cumsum(weights, axis=1)
+        cdf /= cdf[:, -1:]
+        dst = np.full(N, -1, np.int64)
+        src1 = np.full(N, -1, np.int64)
+        src2 = np.full(N, -1, np.int64)
+        areg = np.full(N, -1, np.int64)
+        flags = np.zeros(N, np.uint8)
+        assign_registers(g["op"], g["fpdata"], g["fstart"], bstart_of, agi_ok, g["phase"], chase_reg, g["adv"],
+                         base_reg, icall, cond, np.ascontiguousarray(cdf), far.astype(float), par["two"],
+                         par["agi"], agi_cdf, par["partial"], par["pflags"], n_rot, G, isa.fprs, G - 2, u,
+                         dst, src1, src2, areg, flags)
+        return dst, src1, src2, areg, flags
+
+    # walk each phase a while and correct the static distances towards the described dynamic ones
+    ic_t, ic_c = np.array(ic_target, np.int64), np.array(ic_cdf, float)
+    traces = [depcal.static_trace(kind, tgt, arg, arg2, prob, prob2, off, ic_t, ic_c, streams,
+                                  int(driver_entry[p]), depcal.WALK, int(seed) * 7919 + p) for p in range(P)]
+    targets = [(np.array(ph.dependences.distance_weights), ph.dependences.far) for ph in phases]
+    dst, src1, src2, areg, flags = depcal.calibrate(traces, g["op"], targets, assign)
     prog = StaticProgram(
         name=name, isa=isa, seed=int(seed), phases=tuple(phases), streams=streams,
         pc=pcs, op=g["op"], size=sizes.astype(np.uint8), dst=dst.astype(np.int8), src1=src1.astype(np.int8),
         src2=src2.astype(np.int8), areg=areg.astype(np.int8), msize=msize, flags=flags, kind=kind, tgt=tgt,
         arg=arg, arg2=arg2, prob=prob, prob2=prob2, off=off, phase=g["phase"], weight=g["weight"], func=g["func"],
         block=g["block"],
-        ic_target=np.array(ic_target, np.int64), ic_cdf=np.array(ic_cdf, float), driver_entry=driver_entry,
+        ic_target=ic_t, ic_cdf=ic_c, driver_entry=driver_entry,
         codes=tuple(ph.pc for ph in filled), chase_regs={streams.names[j]: r for j, r in chase_reg_of.items()})
     return prog
 

@@ -35,8 +35,7 @@ def dependence_distances(block: InstrBlock, max_distance: int = 64) -> tuple[np.
     """Histogram of the distance from each source (src1, src2) to the last earlier writer of that
     register: ``hist[d]`` counts distance d (1..max_distance); the second value counts sources with
     no writer within ``max_distance`` instructions (long-lived values)."""
-    n = len(block)
-    pos = np.arange(n, dtype=np.int64)
+    pos = np.arange(len(block.dst), dtype=np.int64)
     hist = np.zeros(max_distance + 1, dtype=np.int64)
     far = 0
     srcs = [(block.src1, pos), (block.src2, pos)]
