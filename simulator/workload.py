@@ -37,6 +37,7 @@ CHANGELOG = {1: "initial workload format (mix, code, branches, dependences, stre
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 MIX_TOLERANCE = 0.005          # |sum of the mix - 1| allowed (rounded published figures)
 FRACTION_TOLERANCE = 0.005     # the same for phase fractions and forward-branch kind shares
+MAX_CHASE_STREAMS = 3          # each pointer-chasing stream keeps a pointer register for itself
 
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -231,6 +232,10 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "Workload":
+        chase = [n for n, st in self.streams.items() if st.kind == "chase"]
+        if len(chase) > MAX_CHASE_STREAMS:
+            raise ValueError(f"streams: at most {MAX_CHASE_STREAMS} chase streams are supported (each keeps a "
+                             f"pointer register), got {len(chase)}")
         if self.phases:
             kinds = {p.fraction is None for p in self.phases}
             if len(kinds) > 1:

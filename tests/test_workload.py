@@ -230,13 +230,10 @@ def test_missing_workload_in_file(tmp_path):
         load_workload(f"{path}:x")
 
 
-def test_too_many_chase_streams():
-    from simulator.synth import Synthesizer
-    streams = {f"c{i}": {"kind": "chase", "footprint_kb": 64} for i in range(4)}
-    ref = workload_from_dict({"description": "d", "mix": {"load": 0.3, "store": 0.1, "branch": 0.2, "fp": 0.0,
-                                                          "other": 0.4}, "streams": streams}, "w")
-    with pytest.raises(SimulatorInputError, match="at most 3 chase streams"):
-        Synthesizer(ref, "x86_64")
+def test_too_many_chase_streams(tmp_path):
+    chase = "".join(f'[workloads.w.streams.c{i}]\nkind = "chase"\nfootprint_kb = 64\n' for i in range(4))
+    msg = load_error(tmp_path, GOOD + chase)
+    assert "workloads.w: streams: at most 3 chase streams are supported" in msg
 
 
 def test_unknown_isa():

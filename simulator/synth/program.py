@@ -21,14 +21,13 @@ from simulator.synth import depcal
 from simulator.synth import kernel as K
 from simulator.synth.assign import SLOT_OPS, assign_registers, block_lengths, weighted_classes
 from simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
-from simulator.synth.structure import (B_PERIODIC, assign_behaviours, bound_call_sizes, B_RANDOM, COND_TERMS, T_CALL, T_IF, T_JUMP, T_LOOP, T_NONE,
-                                       T_PH_CONT, T_PH_EXIT, T_PH_SWITCH, T_RET, PhaseCode, block_weights,
-                                       calibrate_taken, generate, mean_floor, trip_range)
+from simulator.synth.structure import (B_PERIODIC, T_CALL, T_IF, T_JUMP, T_LOOP, T_NONE, T_PH_CONT, T_PH_EXIT,
+                                       T_PH_SWITCH, T_RET, PhaseCode, assign_behaviours, block_weights,
+                                       bound_call_sizes, calibrate_taken, generate, mean_floor, trip_range)
 from simulator.workload import PhaseParams, Workload, phase_lengths, resolve_phases
 
 TEXT_BASE = 0x400000
 FUNC_ALIGN = 16
-MAX_CHASE_STREAMS = 3
 TERM_OP = {T_IF: OP_BRANCH, T_LOOP: OP_BRANCH, T_PH_EXIT: OP_BRANCH, T_PH_CONT: OP_BRANCH, T_JUMP: OP_JUMP,
            T_PH_SWITCH: OP_JUMP, T_CALL: OP_CALL, T_RET: OP_RET}
 
@@ -203,11 +202,6 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, rng: np.random.Gen
 def build_program(spec: Workload, isa: IsaSpec, seed: int, name: str = "workload") -> StaticProgram:
     """Generate, calibrate, fill and lay out the static program of ``spec`` for ``isa``."""
     phases = resolve_phases(spec, name)
-    chase = [s for s, st in spec.streams.items() if st.kind == "chase"]
-    if len(chase) > MAX_CHASE_STREAMS:
-        from simulator.errors import SimulatorInputError
-        raise SimulatorInputError(f"workload {name}: at most {MAX_CHASE_STREAMS} chase streams are supported "
-                                  f"(each keeps a pointer register), got {len(chase)}")
     seqs = np.random.SeedSequence([int(seed), 0x5EED]).spawn(2 + len(phases))
     rng_streams, rng_layout = np.random.default_rng(seqs[0]), np.random.default_rng(seqs[1])
     streams = build_streams(spec.streams, rng_streams)

@@ -61,21 +61,24 @@ def speed(name: str, isa: str, total: int) -> dict:
 
 
 def characteristics(name: str, n: int) -> dict:
+    """What calibration gives each phase (weighted by the phases' nominal lengths), and the distinct
+    data lines touched by the first ``n`` instructions of a run of ``n`` instructions."""
     ref = load_workload(name)
     s = Synthesizer(ref, isa_of(name), seed=0, instructions=n)
     block = s.next_block(n)
-    m = stats.mix(block)
     prog = s.program
-    # expected shares over the phases, weighted by their nominal lengths
     lengths = s.schedule / s.schedule.sum()
     exp = [prog.expected(p) for p in range(len(prog.phases))]
+
+    def avg(key):
+        return sum(l * e[key] for l, e in zip(lengths, exp))
+
     kinds = {k: sum(l * e["cond_branch_kinds"][k] for l, e in zip(lengths, exp)) for k in exp[0]["cond_branch_kinds"]}
     data_kb = sum(st.footprint_kb for st in ref.spec.streams.values())
-    return {"workload": name, **{k: m[k] for k in ("load", "store", "branch", "fp")},
-            "taken": stats.taken_rate(block), "loop": kinds["loop"], "periodic": kinds["periodic"],
-            "bern": kinds["biased_or_random"], "calls_pki": sum(l * e["calls_per_kinstr"] for l, e in zip(lengths, exp)),
-            "data_MB": data_kb / 1024, "code_KB": prog.code_bytes() / 1024,
-            "hot90_KB": sum(l * e["code_hot90_kb"] for l, e in zip(lengths, exp)),
+    return {"workload": name, **{k: avg(k) for k in ("load", "store", "branch", "fp")},
+            "taken": avg("taken_rate"), "loop": kinds["loop"], "periodic": kinds["periodic"],
+            "bern": kinds["biased_or_random"], "calls_pki": avg("calls_per_kinstr"),
+            "data_MB": data_kb / 1024, "code_KB": prog.code_bytes() / 1024, "hot90_KB": avg("code_hot90_kb"),
             "lines_KB": stats.distinct_lines(block) * 64 / 1024, "phases": len(prog.phases)}
 
 
@@ -97,9 +100,10 @@ def main() -> None:
           f"fresh = next_block allocating each block")
     if args.speed:
         return
-    n = 1_000_000
-    print(f"\ncharacteristics of every shipped workload ({n:,} instructions from the start, seed 0; "
-          f"branch kinds are dynamic shares of conditional branches, hot90 = code running 90% of instructions)")
+    n = 2_000_000
+    print(f"\ncharacteristics of every shipped workload, seed 0: expected (calibrated) shares of each phase "
+          f"weighted by phase length; branch kinds are dynamic shares of conditional branches; hot90 = code "
+          f"running 90% of instructions; lines_KB = distinct data lines touched by a {n:,}-instruction run")
     cols = ["load", "store", "branch", "fp", "taken", "loop", "periodic", "bern", "calls_pki", "data_MB", "code_KB",
             "hot90_KB", "lines_KB", "phases"]
     print(f"{'workload':26s} " + " ".join(f"{c:>9s}" for c in cols))
