@@ -5,7 +5,8 @@ It keeps every instruction's schedule in a list of records and answers each stru
 brute force over that history: the RS occupancy by counting the older instructions not yet issued,
 issue slots and units from a dict of per-cycle reservations, the BTB as lists in LRU order, the return
 stack as a Python list.  The memory hierarchy is the project's (the reference is of the core, not of
-the caches): the same numba access functions are called in the same order.
+the caches): the same numba access functions (through :mod:`simulator.core.memport`) are called in
+the same order.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simulator.core import counters as V
-from simulator.core.model import build_config
+from simulator.core import memport
+from simulator.core.model import build_config, default_btb_miss_penalty
 from simulator.core.timing import HORIZON, RAT_PENALTY, UNIT_NAMES
 from simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL,
                            OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE, isa_for)
-from simulator.memory import kernel as MK
 
 CONTROL = (OP_BRANCH, OP_JUMP, OP_CALL, OP_RET)
 MASK64 = (1 << 64) - 1
@@ -154,7 +155,7 @@ class RefCore:
         self.core = p.core
         self.inorder = p.core.kind == "in_order"
         self.FE = p.core.mispredict_penalty
-        self.btb_pen = int(cfg[4 + 7])  # K_BTB_PEN
+        self.btb_pen = default_btb_miss_penalty(p) if self.btb_miss_penalty is None else self.btb_miss_penalty
         self.lat = [int(x) for x in lat]
         names = self.hierarchy.level_names
         self.L1I, self.L1D = names.index(p.top_cache("instruction")), names.index(p.top_cache("data"))
@@ -192,31 +193,23 @@ class RefCore:
         self.catch_all = 0
 
     # -------------------------------------------------------------- memory (the project's kernels)
-    def _tlb_cost(self, t1: int) -> int:
-        st = self.hierarchy.state
-        srow = st.G[MK.G_SCRROW]
-        tlb = int(st.N[srow, MK.S_TLB])
-        if tlb == 0:
-            return 0
-        if tlb == 1:
-            return t1
-        return t1 + self.walk_ovh + int(st.N[srow, MK.S_WALK_CYCLES])
+    def _tlb_cost(self, tlb: int, walk: int, t1: int) -> int:
+        return 0 if tlb == 0 else t1 if tlb == 1 else t1 + self.walk_ovh + walk
 
     def _fetch(self, pc: int, size: int) -> tuple[int, int]:
-        st = self.hierarchy.state
-        lvl = int(MK.fetch_access(st.C, st.G, st.T, st.M, st.N, np.uint64(pc), size))
-        p_tlb = self._tlb_cost(self.itlb1)
-        return p_tlb, (self.lat[lvl] - self.lat[self.L1I]) if lvl != self.L1I else 0
+        lvl, tlb, walk = memport.fetch_outcome(tuple(self.hierarchy.state), np.uint64(pc), size)
+        return self._tlb_cost(tlb, walk, self.itlb1), (self.lat[lvl] - self.lat[self.L1I]) if lvl != self.L1I else 0
 
     def _data(self, addr: int, size: int, kind: int, pc: int) -> tuple[int, int]:
-        st = self.hierarchy.state
-        lvl = int(MK.data_access(st.C, st.G, st.T, st.M, st.N, st.P, np.uint64(addr), size, kind, np.uint64(pc)))
-        return lvl, self._tlb_cost(self.dtlb1)
+        lvl, tlb, walk = memport.data_outcome(tuple(self.hierarchy.state), np.uint64(addr), size, kind,
+                                              np.uint64(pc))
+        return int(lvl), self._tlb_cost(tlb, walk, self.dtlb1)
 
     # -------------------------------------------------------------- structures
     def _rs_bound(self, i: int) -> int:
-        """Earliest cycle at which fewer than rs_entries older instructions are still unissued."""
-        older = sorted(rec.e for rec in self.recs)
+        """Earliest cycle at which fewer than rs_entries older instructions are still unissued (an issue
+        beyond the reservation horizon releases its entry at the horizon)."""
+        older = sorted(min(rec.e, rec.d + HORIZON) for rec in self.recs)
         rs = self.core.rs_entries
         return older[-rs] if len(older) >= rs else 0
 
@@ -346,7 +339,7 @@ class RefCore:
                     and all(self.writer.get(r, -1) not in g for r in (s1, s2, ar) if r >= 0))
             slot_e = (prev.e if join else prev.e + 1) if prev else 0
             base_e = max(slot_e, d + 1)
-            t_cw = max(base_e, recs[i - core.rob_entries].r if i >= core.rob_entries else 0)
+            t_cw = max(base_e, recs[i - core.rob_entries].r - self.lat[self.L1D] if i >= core.rob_entries else 0)
             t_ops = max(t_cw, ops)
             t_agi = t_ops
             if core.agi_penalty > 0 and is_mem and ar >= 0 and t_ops - self.ready.get(ar, 0) < core.agi_distance:
@@ -431,9 +424,13 @@ class RefCore:
         if r > last_r:
             a = last_r + 1
             segments = [(seg0, pre), (seg1, V.CS_ITLB), (fr, V.CS_ICACHE), (d + 1, dcause), (e, icause)]
-            if a <= d:
-                segments.append((e + 1, dcause))
-            segments += [(e + p_dtlb, V.CS_DTLB), (c, xcause)]
+            if a <= e:
+                nominal = min(c - e, self.lat[self.L1D] if op == OP_LOAD else 1 if op == OP_STORE
+                              else uspec.latency)
+                segments.append((e + nominal, icause if e > d + 1 else dcause))
+                segments += [(e + nominal + p_dtlb, V.CS_DTLB), (c, xcause)]
+            else:
+                segments += [(e + p_dtlb, V.CS_DTLB), (c, xcause)]
             p = a
             for end, cause in segments:
                 hi = min(end, r)

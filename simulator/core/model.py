@@ -38,7 +38,7 @@ UNIT_PREFERENCE = {
 }
 
 CoreState = namedtuple("CoreState", ["S", "rob_ring", "lq_ring", "sq_ring", "fq_ring", "reg_ready", "reg_partial",
-                                     "reg_wseq", "rs_heap", "ring_tag", "ring_cnt", "ufree", "mshr"])
+                                     "reg_wseq", "ring_tag", "ring_cnt", "ufree", "mshr"])
 
 
 def default_btb_miss_penalty(platform: Platform) -> int:
@@ -99,16 +99,13 @@ def build_config(platform: Platform, hierarchy: MemoryHierarchy, predictor: str 
 
 
 def new_state(cfg: np.ndarray) -> CoreState:
-    inorder = cfg[TM.K_INORDER] != 0
-    ring = 1 if inorder else TM.RING
     reg_wseq = np.full(TM.NREG, -1, dtype=np.int64)
     return CoreState(
         S=TM.initial_scalars(),
         rob_ring=np.zeros(cfg[TM.K_ROB], np.int64), lq_ring=np.zeros(cfg[TM.K_LQ], np.int64),
         sq_ring=np.zeros(cfg[TM.K_SQ], np.int64), fq_ring=np.zeros(cfg[TM.K_FQ], np.int64),
         reg_ready=np.zeros(TM.NREG, np.int64), reg_partial=np.full(TM.NREG, -1, np.int64), reg_wseq=reg_wseq,
-        rs_heap=np.zeros(cfg[TM.K_RS], np.int64), ring_tag=np.full(ring, -1, np.int64),
-        ring_cnt=np.zeros((ring, TM.NUNIT + 1), np.int32), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
+        ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int32), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
         mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64))
 
 
@@ -154,7 +151,7 @@ class Core:
         until = -1 if until_cycle is None else int(until_cycle)
         t0 = time.perf_counter()
         done = TM.simulate(self.cfg, self.lat, *self.state, *self.predictor_state, self.CT, self.CS,
-                           *self.memory.state, *block.arrays(), start, n, until)
+                           tuple(self.memory.state), *block.arrays(), start, n, until)
         dt = time.perf_counter() - t0
         self.simulation_seconds += dt
         return int(done)

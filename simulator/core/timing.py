@@ -30,7 +30,8 @@ Dispatch (rename/allocate), in order, at most ``dispatch_width`` per cycle, at
   * ROB (out-of-order only): ``d[i] >= r[i - rob_entries]``;
   * RS: at most ``rs_entries`` dispatched, unissued instructions: an entry is held
     over ``[d, e)`` and freed at issue, out of order (``d[i] >=`` the
-    ``rs_entries``-th largest issue cycle of the older instructions);
+    ``rs_entries``-th largest release cycle of the older instructions; the release
+    is the issue cycle, or ``d + HORIZON`` for an issue beyond the horizon);
   * load queue: ``d >= r`` of the load ``load_queue`` loads back;
   * store queue: ``d >= w`` of the store ``store_queue`` stores back, where ``w``
     is the cycle the store drains to the cache after retirement;
@@ -52,7 +53,10 @@ Issue, in order: ``e >= e[i-1]``; the instruction joins the issue group of
   ``issue_width``) members, ``i-1`` is not a control transfer (a branch ends a
   group), ``i`` is not serialising, and ``i`` reads no register written by a member
   of the group; otherwise it issues at ``e[i-1] + 1`` at the earliest.  Further
-  ``e >= d + 1``, ``e >= r[i - rob_entries]`` (completion window), operands
+  ``e >= d + 1``, ``e >= r[i - rob_entries] - L1D latency`` (completion window:
+  the execution pipeline holds instructions for the L1D load-to-use latency after
+  issue, and ``rob_entries`` more may wait beyond that for completion, so L1 hits
+  pipeline while a miss blocks issue ``rob_entries`` instructions later), operands
   ready, and a unit instance free (pipelined: one cycle, else ``latency``).
 Address-generation interlock (``agi_penalty > 0``): a load/store whose ``areg``
   became ready fewer than ``agi_distance`` cycles before its candidate issue cycle
@@ -71,10 +75,13 @@ CPI stack (retirement side): a cycle in which an instruction retires is *base*;
   i's phase at that time: before ``f - penalties + FE``: its fetch cause
   (branch_mispredict, btb or frontend); then itlb, icache; until ``d + 1``: its
   dispatch cause; until ``e``: its issue cause (dependency, agi, execution,
-  resource); if i had not dispatched when the stall began, its first execute
-  cycle is refill and goes to the dispatch cause too; until ``e + DTLB cost``:
-  dtlb; until ``c``: the data level that supplied a load (MSHR waits included),
-  or execution.  A front-end cause is carried through dispatch: the dispatch
+  resource); then its execution: DTLB cost to dtlb, the rest to the data level
+  that supplied a load (MSHR waits included) or to execution.  When i had not
+  begun executing when the stall began (``r_prev + 1 <= e``), its nominal
+  latency (L1D latency for a load, 1 for a store, the unit latency otherwise),
+  which would have overlapped older work had i arrived in time, is charged to the
+  cause of its late arrival instead (its issue cause if it waited to issue, else
+  its dispatch cause): the refill after a mispredict, the load behind an AGI.  A front-end cause is carried through dispatch: the dispatch
   cause is the front end's when no back-end structure held the instruction.
 """
 
@@ -88,11 +95,13 @@ from simulator.core.predictors import OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT
     predict_control
 from simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL, \
     OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE
-from simulator.memory import kernel as MK
+from simulator.core import memport
 
 U64 = np.uint64
 RING = 1 << 16                 # issue-reservation ring (cycles)
 HORIZON = RING // 2            # reservations are tracked this many cycles beyond dispatch
+RING_COLS = 8                  # per cycle: issues, issues per unit class (6), RS releases
+RS_COL = 7
 RAT_PENALTY = 3                # [ORM] partial-register merge on Intel Core / Nehalem: 2-3 cycles
 NREG = 130                     # register slots: 0 = "no register", 1..128 = registers, 129 = flags
 FLAGS_REG = 129
@@ -114,7 +123,7 @@ NCFG = 68
 # ---- scalar state (S) ----------------------------------------------------------------------------
 (S_SEQ, S_LAST_F, S_F_COUNT, S_FETCH_BREAK, S_REDIRECT, S_REDIRECT_CAUSE, S_LAST_LINE, S_NEED_ACCESS,
  S_LAST_D, S_D_COUNT, S_LAST_E, S_G_COUNT, S_G_START, S_PREV_CTRL, S_LAST_R, S_R_COUNT, S_LAST_W,
- S_SERIAL_UNTIL, S_NLOAD, S_NSTORE, S_RS_N, S_MSHR_MAX) = range(22)
+ S_SERIAL_UNTIL, S_NLOAD, S_NSTORE, S_RS_CUR, S_RS_REL, S_MSHR_MAX) = range(23)
 NSTATE = 24
 
 
@@ -155,98 +164,86 @@ def _split(acc, idx, covered, bound):
 
 @njit(cache=True, inline="always")
 def _ring_row(ring_tag, ring_cnt, t):
+    """The ring row of cycle ``t``, cleared when it still holds an older cycle."""
     row = t & (RING - 1)
     if ring_tag[row] != t:
         ring_tag[row] = t
-        for k in range(NUNIT + 1):
+        for k in range(RING_COLS):
             ring_cnt[row, k] = 0
     return row
 
 
 @njit(cache=True, inline="always")
-def _ring_ok(ring_tag, ring_cnt, t, col, limit):
-    row = t & (RING - 1)
-    if ring_tag[row] != t:
-        return True
-    return ring_cnt[row, col] < limit
-
-
-@njit(cache=True, inline="always")
-def _ooo_issue(ring_tag, ring_cnt, t0, cls, occ, iw, ucnt, horizon_end):
-    """Earliest cycle >= t0 with an issue slot and a unit of class ``cls`` free for ``occ`` cycles;
-    reserves them (no reservation beyond the horizon)."""
+def _ooo_issue(ring_tag, ring_cnt, t0, col, occ, iw, ucnt, horizon_end):
+    """Earliest cycle >= t0 with an issue slot and a unit (ring column ``col``) free for ``occ`` cycles;
+    reserves them.  A cycle beyond the horizon is granted without reservation."""
     t = t0
-    while True:
-        if t + occ - 1 > horizon_end:
-            return t
-        ok = _ring_ok(ring_tag, ring_cnt, t, 0, iw)
-        if ok:
-            for k in range(occ):
-                if not _ring_ok(ring_tag, ring_cnt, t + k, 1 + cls, ucnt):
-                    ok = False
-                    break
+    if occ == 1:
+        while t <= horizon_end:
+            row = t & (RING - 1)
+            if ring_tag[row] != t:
+                ring_tag[row] = t
+                for k in range(RING_COLS):
+                    ring_cnt[row, k] = 0
+                ring_cnt[row, 0] = 1
+                ring_cnt[row, col] = 1
+                return t
+            if ring_cnt[row, 0] < iw and ring_cnt[row, col] < ucnt:
+                ring_cnt[row, 0] += 1
+                ring_cnt[row, col] += 1
+                return t
+            t += 1
+        return t
+    while t + occ - 1 <= horizon_end:
+        row = t & (RING - 1)
+        ok = ring_tag[row] != t or ring_cnt[row, 0] < iw
+        k = 0
+        while ok and k < occ:
+            rk = (t + k) & (RING - 1)
+            ok = ring_tag[rk] != t + k or ring_cnt[rk, col] < ucnt
+            k += 1
         if ok:
             row = _ring_row(ring_tag, ring_cnt, t)
             ring_cnt[row, 0] += 1
             for k in range(occ):
-                row = _ring_row(ring_tag, ring_cnt, t + k)
-                ring_cnt[row, 1 + cls] += 1
+                rk = _ring_row(ring_tag, ring_cnt, t + k)
+                ring_cnt[rk, col] += 1
             return t
         t += 1
+    return t
 
 
 @njit(cache=True, inline="always")
-def _heap_push(heap, n, v):
-    """Min-heap push (n < capacity)."""
-    j = n
-    while j > 0:
-        p = (j - 1) >> 1
-        if heap[p] <= v:
-            break
-        heap[j] = heap[p]
-        j = p
-    heap[j] = v
+def _rs_advance(ring_tag, ring_cnt, cur, rel, upto):
+    """Move the RS cursor to cycle ``upto``, adding the releases (issues) of the cycles passed."""
+    while cur < upto:
+        cur += 1
+        row = cur & (RING - 1)
+        if ring_tag[row] == cur:
+            rel += ring_cnt[row, RS_COL]
+    return cur, rel
 
 
 @njit(cache=True, inline="always")
-def _heap_replace_top(heap, n, v):
-    """Replace the minimum with v (v >= the minimum) and restore the heap."""
-    j = 0
-    while True:
-        l = 2 * j + 1
-        if l >= n:
-            break
-        r = l + 1
-        m = l
-        if r < n and heap[r] < heap[l]:
-            m = r
-        if heap[m] >= v:
-            break
-        heap[j] = heap[m]
-        j = m
-    heap[j] = v
-
-
-@njit(cache=True, inline="always")
-def _tlb_cost(N, srow, tlb, t1_lat, walk_ovh):
+def _tlb_cost(mv, t1_lat, walk_ovh):
+    """Translation cycles of the access just made: second-level TLB latency, plus the walk."""
+    tlb = memport.tlb_outcome(mv)
     if tlb == 0:
         return 0
     if tlb == 1:
         return t1_lat
-    return t1_lat + walk_ovh + N[srow, MK.S_WALK_CYCLES]
+    return t1_lat + walk_ovh + memport.walk_cycles(mv)
 
 
 # ============================================================================ the kernel
 @njit(cache=True)
-def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq, rs_heap,
+def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq,
              ring_tag, ring_cnt, ufree, mshr, bht, btb_tag, btb_tgt, btb_stamp, ras, bp, CT, CS,
-             C, G, T, M, N, P,
-             pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
+             mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
              start, stop, until_cycle):
     """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
     stop - start when the last retirement reached ``until_cycle`` >= 0)."""
-    C, G, T, M, N, P = MK.unmanaged(C, G, T, M, N, P)
-    srow = G[MK.G_SCRROW]
+    mv = memport.views(mem)
     inorder = cfg[K_INORDER] != 0
     FW = cfg[K_FW]
     DW = cfg[K_DW]
@@ -305,7 +302,8 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     serial_until = S[S_SERIAL_UNTIL]
     nload = S[S_NLOAD]
     nstore = S[S_NSTORE]
-    rs_n = S[S_RS_N]
+    rs_cur = S[S_RS_CUR]
+    rs_rel = S[S_RS_REL]
     mshr_max = S[S_MSHR_MAX]
 
     i = start
@@ -341,8 +339,8 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         first_line = np.int64(pc >> ilb)
         if need_access != 0 or first_line != last_line:
             CT[V.CT_FETCH_ACC] += 1
-            lvl = MK.fetch_access(C, G, T, M, N, pc, size)
-            p_itlb = _tlb_cost(N, srow, N[srow, MK.S_TLB], itlb1, walk_ovh)
+            lvl = memport.fetch(mv, pc, size)
+            p_itlb = _tlb_cost(mv, itlb1, walk_ovh)
             if lvl != L1I:
                 p_icache = lat[lvl] - lat_l1i
             need_access = 0
@@ -397,9 +395,14 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         b_rob = 0
         if not inorder and seq >= ROB:
             b_rob = rob_ring[seq % ROB]
+        # RS: occupancy at cycle t = older instructions not released (issued) by t; the cursor follows
+        # the dispatch cycle and counts releases
+        rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, base)
         b_rs = 0
-        if rs_n == RS:
-            b_rs = rs_heap[0]
+        if seq - rs_rel >= RS:
+            while seq - rs_rel >= RS:
+                rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, rs_cur + 1)
+            b_rs = rs_cur
         b_lq = 0
         if is_load and nload >= LQ:
             b_lq = lq_ring[nload % LQ]
@@ -459,6 +462,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             cov = _split(CT, V.CT_ST_SQ, cov, b_sq)
             cov = _split(CT, V.CT_ST_SERIAL, cov, b_ser)
             cov = _split(CT, V.CT_ST_RAT, cov, b_rat)
+        rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, d)
         if d == last_d:
             d_count += 1
         else:
@@ -488,7 +492,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             base_e = t
             b_cw = 0
             if seq >= ROB:
-                b_cw = rob_ring[seq % ROB]
+                b_cw = rob_ring[seq % ROB] - lat_l1d
             t_cw = t if t > b_cw else b_cw
             t = t_cw
             if ops > t:
@@ -539,7 +543,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 t += AGI_PEN
                 agi = True
             t_agi = t
-            e = _ooo_issue(ring_tag, ring_cnt, t, cls, occ, IW, ucnt, d + HORIZON)
+            e = _ooo_issue(ring_tag, ring_cnt, t, 1 + cls, occ, IW, ucnt, d + HORIZON)
             if e == t_ops:
                 icause = V.CS_DEPENDENCY
             elif agi and e == t_agi:
@@ -548,12 +552,10 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 icause = V.CS_EXECUTION
         if agi:
             CT[V.CT_AGI_EVENTS] += 1
-        # reservation station: remember the rs_entries largest issue cycles
-        if rs_n < RS:
-            _heap_push(rs_heap, rs_n, e)
-            rs_n += 1
-        elif e > rs_heap[0]:
-            _heap_replace_top(rs_heap, rs_n, e)
+        # reservation station entry released at issue (counted at the horizon when issue is beyond it)
+        rel_t = e if e <= d + HORIZON else d + HORIZON
+        row = _ring_row(ring_tag, ring_cnt, rel_t)
+        ring_cnt[row, RS_COL] += 1
 
         # ------------------------------------------------------------------ execute
         p_dtlb = 0
@@ -562,8 +564,8 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         if is_load or is_store:
             maddr = maddr_a[i]
             msz = np.int64(msize_a[i])
-            lvl = MK.data_access(C, G, T, M, N, P, maddr, msz, 1 if is_load else 2, pc)
-            p_dtlb = _tlb_cost(N, srow, N[srow, MK.S_TLB], dtlb1, walk_ovh)
+            lvl = memport.data(mv, maddr, msz, 1 if is_load else 2, pc)
+            p_dtlb = _tlb_cost(mv, dtlb1, walk_ovh)
             tready = e + p_dtlb
             line = np.int64(maddr >> dlb)
             done = tready + lat[lvl]
@@ -623,10 +625,17 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 p = _charge(CS, V.CS_ICACHE, p, r, fr)
                 p = _charge(CS, dcause, p, r, d + 1)
                 p = _charge(CS, icause, p, r, e)
-                if a <= d:
-                    # not yet dispatched when the stall began: its first execute cycle is pipeline refill
-                    p = _charge(CS, dcause, p, r, e + 1)
-                p = _charge(CS, V.CS_DTLB, p, r, e + p_dtlb)
+                if a <= e:
+                    # not yet executing when the stall began: its nominal latency would have overlapped
+                    # older work had it arrived in time, so it goes to the cause of its late arrival
+                    arrival = icause if e > d + 1 else dcause
+                    nom = lat_l1d if is_load else (1 if is_store else ulat)
+                    if nom > c - e:
+                        nom = c - e
+                    p = _charge(CS, arrival, p, r, e + nom)
+                    p = _charge(CS, V.CS_DTLB, p, r, e + nom + p_dtlb)
+                else:
+                    p = _charge(CS, V.CS_DTLB, p, r, e + p_dtlb)
                 p = _charge(CS, xcause, p, r, c)
                 _charge(CS, V.CS_BASE, p, r, r)
             CS[V.CS_BASE] += 1
@@ -696,6 +705,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     S[S_SERIAL_UNTIL] = serial_until
     S[S_NLOAD] = nload
     S[S_NSTORE] = nstore
-    S[S_RS_N] = rs_n
+    S[S_RS_CUR] = rs_cur
+    S[S_RS_REL] = rs_rel
     S[S_MSHR_MAX] = mshr_max
     return i - start
