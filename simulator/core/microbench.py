@@ -229,9 +229,9 @@ def _walk(n_instr, first, length, term, tgt, p_taken, u, start):
 
 
 def random_program(n: int, seed: int, isa: str = "x86_64", *, code_kb: int = 32, data_kb: int = 2048,
-                   mix: tuple[float, ...] = (0.47, 0.04, 0.005, 0.06, 0.26, 0.12, 0.0, 0.0, 0.0, 0.0),
-                   block_mean: float = 6.0, dep_mean: float = 3.0, bias: float = 0.95,
-                   random_sites: float = 0.1, partial_rate: float = 0.0, serial_rate: float = 0.0) -> InstrBlock:
+                   mix: tuple[float, ...] = (0.50, 0.03, 0.002, 0.05, 0.27, 0.13, 0.0, 0.0, 0.0, 0.0),
+                   block_mean: float = 6.0, dep_mean: float = 3.0, bias: float = 0.97,
+                   random_sites: float = 0.05, partial_rate: float = 0.0, serial_rate: float = 0.0) -> InstrBlock:
     """A random program and a run of it: ``code_kb`` of static basic blocks (geometric lengths, mean
     ``block_mean``; bodies drawn from ``mix`` over OP_ALU..OP_STORE; terminators: conditional branches
     (77%), jumps (8%), calls (8%) and returns (7%) with fixed targets), walked at random: each branch site
@@ -253,13 +253,13 @@ def random_program(n: int, seed: int, isa: str = "x86_64", *, code_kb: int = 32,
     sop[first + lengths - 1] = term
     ssize = rng.choice(np.array(spec.sizes), size=ns, p=np.asarray(spec.size_weights) / sum(spec.size_weights))
     spc = (CODE_BASE + np.concatenate(([0], np.cumsum(ssize)[:-1]))).astype(np.uint64)
-    # targets: half the branches close loops (backward, taken with probability ``bias``), the rest skip
+    # targets: a quarter of the branches close short loops (backward, taken with probability ``bias``), the rest skip
     # forward; jumps skip forward; calls go anywhere.  Every cycle of the walk can be left.
-    backward = rng.random(nb) < 0.5
-    hop = rng.integers(1, 17, nb)
+    backward = (rng.random(nb) < 0.25) & (term == OP_BRANCH)
+    hop = np.where(backward, rng.integers(1, 5, nb), rng.integers(1, 17, nb))
     tgt = np.where(term == OP_CALL, rng.integers(0, nb, nb),
                    np.where((term == OP_BRANCH) & backward, np.arange(nb) - hop + 1, np.arange(nb) + hop)) % nb
-    p_taken = np.where(backward, bias, np.where(rng.random(nb) < 0.5, bias, 1 - bias))
+    p_taken = np.where(backward, 0.85, np.where(rng.random(nb) < 0.3, bias, 1 - bias))
     p_taken = np.where(rng.random(nb) < random_sites, rng.uniform(0.3, 0.7, nb), p_taken)
     # static registers
     writes = sop <= OP_LOAD

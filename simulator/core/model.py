@@ -38,7 +38,7 @@ UNIT_PREFERENCE = {
 }
 
 CoreState = namedtuple("CoreState", ["S", "rob_ring", "lq_ring", "sq_ring", "fq_ring", "reg_ready", "reg_partial",
-                                     "reg_wseq", "ring_tag", "ring_cnt", "ufree", "mshr"])
+                                     "reg_wseq", "ring_tag", "ring_cnt", "ufree", "mshr", "opcount"])
 
 
 def default_btb_miss_penalty(platform: Platform) -> int:
@@ -102,11 +102,11 @@ def new_state(cfg: np.ndarray) -> CoreState:
     reg_wseq = np.full(TM.NREG, -1, dtype=np.int64)
     return CoreState(
         S=TM.initial_scalars(),
-        rob_ring=np.zeros(cfg[TM.K_ROB], np.int64), lq_ring=np.zeros(cfg[TM.K_LQ], np.int64),
+        rob_ring=np.zeros(cfg[TM.K_ROB], np.int64), lq_ring=np.zeros(cfg[TM.K_LQ] + 1, np.int64),
         sq_ring=np.zeros(cfg[TM.K_SQ], np.int64), fq_ring=np.zeros(cfg[TM.K_FQ], np.int64),
         reg_ready=np.zeros(TM.NREG, np.int64), reg_partial=np.full(TM.NREG, -1, np.int64), reg_wseq=reg_wseq,
         ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int32), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
-        mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64))
+        mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64), opcount=np.zeros(len(OP_NAMES), np.int64))
 
 
 class Core:

@@ -113,28 +113,20 @@ class PredictorConfig:
 
 # ============================================================================ kernels
 @njit(cache=True, inline="always")
-def _btb_lookup(btb_tag, btb_tgt, btb_stamp, bp, pc, shift, sets, ways):
-    """Returns (hit, target); a hit becomes the most recently used way of its set."""
-    s = np.int64((pc >> U64(shift)) & U64(sets - 1))
-    base = s * ways
+def _btb_find(btb_tag, pc, shift, sets, ways):
+    """(first slot of pc's set, way holding pc or -1)."""
+    base = np.int64((pc >> U64(shift)) & U64(sets - 1)) * ways
+    found = -1
     for w in range(ways):
         if btb_tag[base + w] == pc:
-            bp[BP_BTB_CLOCK] += 1
-            btb_stamp[base + w] = bp[BP_BTB_CLOCK]
-            return True, btb_tgt[base + w]
-    return False, U64(0)
+            found = w
+    return base, found
 
 
 @njit(cache=True, inline="always")
-def _btb_update(btb_tag, btb_tgt, btb_stamp, bp, pc, target, shift, sets, ways):
-    """Write ``target`` for ``pc`` (the way holding pc, else an empty way, else the LRU way)."""
-    s = np.int64((pc >> U64(shift)) & U64(sets - 1))
-    base = s * ways
-    victim = -1
-    for w in range(ways):
-        if btb_tag[base + w] == pc:
-            victim = w
-            break
+def _btb_write(btb_tag, btb_tgt, btb_stamp, bp, base, way, pc, target, ways):
+    """Write ``target`` for ``pc`` into ``way`` of the set at ``base`` (-1: an empty way, else the LRU way)."""
+    victim = way
     if victim < 0:
         for w in range(ways):
             if btb_tag[base + w] == EMPTY:
@@ -175,15 +167,20 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
                 bp[BP_GHIST] = ((bp[BP_GHIST] << 1) | taken) & hist_mask
         if pred != taken:
             out |= OUT_DIR
-        if pred:
-            out |= OUT_BTB_LOOKUP
-            hit, tgt = _btb_lookup(btb_tag, btb_tgt, btb_stamp, bp, pc, shift, btb_sets, btb_ways)
-            if not hit:
-                out |= OUT_BTB_MISS
-            elif taken and tgt != target:
-                out |= OUT_TGT
-        if taken:
-            _btb_update(btb_tag, btb_tgt, btb_stamp, bp, pc, target, shift, btb_sets, btb_ways)
+        if pred or taken:
+            base, way = _btb_find(btb_tag, pc, shift, btb_sets, btb_ways)
+            if pred:
+                out |= OUT_BTB_LOOKUP
+                if way < 0:
+                    out |= OUT_BTB_MISS
+                else:
+                    # a lookup hit makes the way the most recently used
+                    bp[BP_BTB_CLOCK] += 1
+                    btb_stamp[base + way] = bp[BP_BTB_CLOCK]
+                    if taken and btb_tgt[base + way] != target:
+                        out |= OUT_TGT
+            if taken:
+                _btb_write(btb_tag, btb_tgt, btb_stamp, bp, base, way, pc, target, btb_ways)
     elif op == OP_RET:
         if bp[BP_RAS_COUNT] == 0:
             out |= OUT_TGT | OUT_RAS_MISS
@@ -191,18 +188,20 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
             top = bp[BP_RAS_TOP]
             if ras[top] != target:
                 out |= OUT_TGT | OUT_RAS_MISS
-            bp[BP_RAS_TOP] = (top - 1 + ras_n) % ras_n
+            bp[BP_RAS_TOP] = top - 1 if top > 0 else ras_n - 1
             bp[BP_RAS_COUNT] -= 1
     elif op == OP_JUMP or op == OP_CALL:
         out |= OUT_BTB_LOOKUP
-        hit, tgt = _btb_lookup(btb_tag, btb_tgt, btb_stamp, bp, pc, shift, btb_sets, btb_ways)
-        if not hit:
+        base, way = _btb_find(btb_tag, pc, shift, btb_sets, btb_ways)
+        if way < 0:
             out |= OUT_BTB_MISS
-        elif tgt != target:
+        elif btb_tgt[base + way] != target:
             out |= OUT_TGT
-        _btb_update(btb_tag, btb_tgt, btb_stamp, bp, pc, target, shift, btb_sets, btb_ways)
+        _btb_write(btb_tag, btb_tgt, btb_stamp, bp, base, way, pc, target, btb_ways)
         if op == OP_CALL:
-            top = (bp[BP_RAS_TOP] + 1) % ras_n
+            top = bp[BP_RAS_TOP] + 1
+            if top == ras_n:
+                top = 0
             ras[top] = pc + U64(size)
             bp[BP_RAS_TOP] = top
             if bp[BP_RAS_COUNT] < ras_n:

@@ -123,8 +123,8 @@ NCFG = 68
 # ---- scalar state (S) ----------------------------------------------------------------------------
 (S_SEQ, S_LAST_F, S_F_COUNT, S_FETCH_BREAK, S_REDIRECT, S_REDIRECT_CAUSE, S_LAST_LINE, S_NEED_ACCESS,
  S_LAST_D, S_D_COUNT, S_LAST_E, S_G_COUNT, S_G_START, S_PREV_CTRL, S_LAST_R, S_R_COUNT, S_LAST_W,
- S_SERIAL_UNTIL, S_NLOAD, S_NSTORE, S_RS_CUR, S_RS_REL, S_MSHR_MAX) = range(23)
-NSTATE = 24
+ S_SERIAL_UNTIL, S_ROB_PTR, S_FQ_PTR, S_LQ_PTR, S_SQ_PTR, S_RS_CUR, S_RS_REL, S_MSHR_MAX, S_PARTIAL_MAX) = range(26)
+NSTATE = 27
 
 
 def initial_scalars() -> np.ndarray:
@@ -139,6 +139,7 @@ def initial_scalars() -> np.ndarray:
     S[S_G_START] = -1
     S[S_LAST_R] = -1
     S[S_LAST_W] = -1
+    S[S_PARTIAL_MAX] = -1
     return S
 
 
@@ -238,7 +239,7 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 # ============================================================================ the kernel
 @njit(cache=True)
 def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq,
-             ring_tag, ring_cnt, ufree, mshr, bht, btb_tag, btb_tgt, btb_stamp, ras, bp, CT, CS,
+             ring_tag, ring_cnt, ufree, mshr, opcount, bht, btb_tag, btb_tgt, btb_stamp, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
              start, stop, until_cycle):
     """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
@@ -300,11 +301,15 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     r_count = S[S_R_COUNT]
     last_w = S[S_LAST_W]
     serial_until = S[S_SERIAL_UNTIL]
-    nload = S[S_NLOAD]
-    nstore = S[S_NSTORE]
+    # ring pointers (rings are zero-initialised: an absent older instruction gives a bound of 0)
+    rob_ptr = S[S_ROB_PTR]
+    fq_ptr = S[S_FQ_PTR]
+    lq_ptr = S[S_LQ_PTR]
+    sq_ptr = S[S_SQ_PTR]
     rs_cur = S[S_RS_CUR]
     rs_rel = S[S_RS_REL]
     mshr_max = S[S_MSHR_MAX]
+    partial_max = S[S_PARTIAL_MAX]
 
     i = start
     while i < stop:
@@ -321,19 +326,15 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         serial = (flags & FLAG_SERIALIZING) != 0
 
         # ------------------------------------------------------------------ fetch
-        if f_count < FW and fetch_break == 0:
-            s = last_f
-        else:
-            s = last_f + 1
+        s = last_f if (f_count < FW and fetch_break == 0) else last_f + 1
         pre_cause = V.CS_FRONTEND
         if redirect > s:
             s = redirect
             pre_cause = redirect_cause
-        if seq >= FQ:
-            b = fq_ring[seq % FQ] - FE
-            if b > s:
-                s = b
-                pre_cause = V.CS_FRONTEND
+        b = fq_ring[fq_ptr] - FE
+        if b > s:
+            s = b
+            pre_cause = V.CS_FRONTEND
         p_itlb = 0
         p_icache = 0
         first_line = np.int64(pc >> ilb)
@@ -346,10 +347,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             need_access = 0
         last_line = np.int64((pc + U64(size - 1 if size > 0 else 0)) >> ilb)
         f = s + p_itlb + p_icache
-        if f == last_f:
-            f_count += 1
-        else:
-            f_count = 1
+        f_count = f_count + 1 if f == last_f else 1
         last_f = f
         fetch_break = 0
         fr = f + FE
@@ -362,9 +360,6 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         if is_ctrl:
             pout = predict_control(op, pc, size, taken, target_a[i], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
                                    hist_mask, btb_sets, btb_ways, ras_n, bht, btb_tag, btb_tgt, btb_stamp, ras, bp)
-            CT[V.CT_BRANCHES] += 1
-            if op == OP_BRANCH:
-                CT[V.CT_COND] += 1
             if taken:
                 CT[V.CT_TAKEN] += 1
                 fetch_break = 1
@@ -387,28 +382,24 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             redirect_cause = V.CS_BTB
 
         # ------------------------------------------------------------------ dispatch
-        if d_count < DW:
-            slot = last_d
-        else:
-            slot = last_d + 1
+        slot = last_d if d_count < DW else last_d + 1
         base = slot if slot > fr else fr
         b_rob = 0
-        if not inorder and seq >= ROB:
-            b_rob = rob_ring[seq % ROB]
+        if not inorder:
+            b_rob = rob_ring[rob_ptr]
         # RS: occupancy at cycle t = older instructions not released (issued) by t; the cursor follows
         # the dispatch cycle and counts releases
-        rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, base)
+        # (advanced lazily: seq - rs_rel over-counts while the cursor lags, so only a possibly full RS
+        # needs it moved to ``base``; it never lags more than HORIZON / 2, so no unread ring row is reused)
         b_rs = 0
-        if seq - rs_rel >= RS:
-            while seq - rs_rel >= RS:
-                rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, rs_cur + 1)
-            b_rs = rs_cur
-        b_lq = 0
-        if is_load and nload >= LQ:
-            b_lq = lq_ring[nload % LQ]
-        b_sq = 0
-        if is_store and nstore >= SQ:
-            b_sq = sq_ring[nstore % SQ]
+        if seq - rs_rel >= RS or base - rs_cur > HORIZON // 2:
+            rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, base)
+            if seq - rs_rel >= RS:
+                while seq - rs_rel >= RS:
+                    rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, rs_cur + 1)
+                b_rs = rs_cur
+        b_lq = lq_ring[lq_ptr] if is_load else 0
+        b_sq = sq_ring[sq_ptr] if is_store else 0
         b_ser = serial_until
         if serial and last_r > b_ser:
             b_ser = last_r
@@ -433,7 +424,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         r2 = np.int64(src2_a[i]) + 1
         ra = np.int64(areg_a[i]) + 1
         b_rat = 0
-        if rat_on:
+        if rat_on and partial_max > d:
             pend = reg_partial[r1]
             if reg_partial[r2] > pend:
                 pend = reg_partial[r2]
@@ -462,13 +453,12 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             cov = _split(CT, V.CT_ST_SQ, cov, b_sq)
             cov = _split(CT, V.CT_ST_SERIAL, cov, b_ser)
             cov = _split(CT, V.CT_ST_RAT, cov, b_rat)
-        rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, d)
-        if d == last_d:
-            d_count += 1
-        else:
-            d_count = 1
+        d_count = d_count + 1 if d == last_d else 1
         last_d = d
-        fq_ring[seq % FQ] = d
+        fq_ring[fq_ptr] = d
+        fq_ptr += 1
+        if fq_ptr == FQ:
+            fq_ptr = 0
         CT[V.CT_DISPATCHED] += 1
 
         # ------------------------------------------------------------------ issue
@@ -490,9 +480,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             if d + 1 > t:
                 t = d + 1
             base_e = t
-            b_cw = 0
-            if seq >= ROB:
-                b_cw = rob_ring[seq % ROB] - lat_l1d
+            b_cw = rob_ring[rob_ptr] - lat_l1d
             t_cw = t if t > b_cw else b_cw
             t = t_cw
             if ops > t:
@@ -597,24 +585,16 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                     mshr_max = done
             if is_load:
                 c = done
-                CT[V.CT_LOADS] += 1
             else:
                 c = tready + 1
                 if (lvl == L1D and done > tready + lat_l1d) or (lvl != L1D and dwalloc):
                     fill = done           # the line is being filled: the store drains after the fill
-                CT[V.CT_STORES] += 1
         else:
             c = e + ulat
-            if op == OP_FP:
-                CT[V.CT_FP] += 1
-            elif not is_ctrl:
-                CT[V.CT_OTHER] += 1
+        opcount[op] += 1
 
         # ------------------------------------------------------------------ retire
-        if r_count < RW:
-            rslot = last_r
-        else:
-            rslot = last_r + 1
+        rslot = last_r if r_count < RW else last_r + 1
         r = c if c > rslot else rslot
         if r > last_r:
             a = last_r + 1
@@ -643,10 +623,14 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         else:
             r_count += 1
         last_r = r
-        rob_ring[seq % ROB] = r
-        if is_load:
-            lq_ring[nload % LQ] = r
-            nload += 1
+        rob_ring[rob_ptr] = r
+        rob_ptr += 1
+        if rob_ptr == ROB:
+            rob_ptr = 0
+        # load/store queue rings: a non-load writes the spare slot at index LQ (branch-free)
+        lq_ring[lq_ptr if is_load else LQ] = r
+        lq_ptr += is_load
+        lq_ptr = 0 if lq_ptr == LQ else lq_ptr
         if is_store:
             w = r
             if last_w + 1 > w:
@@ -654,8 +638,10 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             if fill > w:
                 w = fill
             last_w = w
-            sq_ring[nstore % SQ] = w
-            nstore += 1
+            sq_ring[sq_ptr] = w
+            sq_ptr += 1
+            if sq_ptr == SQ:
+                sq_ptr = 0
 
         # ------------------------------------------------------------------ bookkeeping
         if mispredicted:
@@ -674,16 +660,33 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         if dst > 0:
             reg_ready[dst] = c
             reg_wseq[dst] = seq
-            if rat_on:
-                reg_partial[dst] = r if (flags & FLAG_PARTIAL_WRITE) != 0 else -1
-        if rat_on and (op == OP_ALU or op == OP_MUL or op == OP_DIV):
-            reg_partial[FLAGS_REG] = r if (flags & FLAG_FLAGS_PARTIAL) != 0 else -1
+        if rat_on:
+            # partial_max: the latest retirement of any pending partial write (no RAT check needed
+            # while the candidate dispatch cycle is past it)
+            if dst > 0:
+                if (flags & FLAG_PARTIAL_WRITE) != 0:
+                    reg_partial[dst] = r
+                    partial_max = r
+                else:
+                    reg_partial[dst] = -1
+            if op == OP_ALU or op == OP_MUL or op == OP_DIV:
+                if (flags & FLAG_FLAGS_PARTIAL) != 0:
+                    reg_partial[FLAGS_REG] = r
+                    partial_max = r
+                else:
+                    reg_partial[FLAGS_REG] = -1
         if serial:
             serial_until = r
         seq += 1
         i += 1
 
     CT[V.CT_INSTRUCTIONS] = seq
+    CT[V.CT_LOADS] = opcount[OP_LOAD]
+    CT[V.CT_STORES] = opcount[OP_STORE]
+    CT[V.CT_FP] = opcount[OP_FP]
+    CT[V.CT_COND] = opcount[OP_BRANCH]
+    CT[V.CT_BRANCHES] = opcount[OP_BRANCH] + opcount[OP_JUMP] + opcount[OP_CALL] + opcount[OP_RET]
+    CT[V.CT_OTHER] = opcount[OP_ALU] + opcount[OP_MUL] + opcount[OP_DIV]
     CT[V.CT_CYCLES] = last_r + 1
     S[S_SEQ] = seq
     S[S_LAST_F] = last_f
@@ -703,9 +706,12 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     S[S_R_COUNT] = r_count
     S[S_LAST_W] = last_w
     S[S_SERIAL_UNTIL] = serial_until
-    S[S_NLOAD] = nload
-    S[S_NSTORE] = nstore
+    S[S_ROB_PTR] = rob_ptr
+    S[S_FQ_PTR] = fq_ptr
+    S[S_LQ_PTR] = lq_ptr
+    S[S_SQ_PTR] = sq_ptr
     S[S_RS_CUR] = rs_cur
     S[S_RS_REL] = rs_rel
     S[S_MSHR_MAX] = mshr_max
+    S[S_PARTIAL_MAX] = partial_max
     return i - start
