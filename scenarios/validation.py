@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 # Modules whose import registers checks.  Each subsystem keeps its checks next to its study code.
 CHECK_MODULES: list[str] = [
+    "scenarios.checks_core",
     "scenarios.checks_memory",
     "scenarios.checks_regression",
     "scenarios.checks_similarity",

@@ -1,0 +1,56 @@
+"""The core's port to the memory hierarchy: the one module that knows the memory kernel's calling
+convention.
+
+The core kernel receives ``MemoryHierarchy.state`` as one tuple, turns it into raw-pointer views once per
+call (:func:`views`; no reference counting per access), and per instruction calls :func:`fetch` and
+:func:`data`, which return the supplying level (levels from the core outwards, memory = number of
+levels), then reads the translation outcome of that access with :func:`tlb_outcome` (0 first-level TLB
+hit, 1 second-level hit, 2 page walk) and :func:`walk_cycles`.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from simulator.memory import kernel as MK
+
+
+@njit(cache=True, inline="always")
+def views(mem):
+    return MK.unmanaged(mem[0], mem[1], mem[2], mem[3], mem[4], mem[5])
+
+
+@njit(cache=True, inline="always")
+def fetch(mv, vaddr, size):
+    return MK.fetch_access(mv[0], mv[1], mv[2], mv[3], mv[4], vaddr, size)
+
+
+@njit(cache=True, inline="always")
+def data(mv, vaddr, size, kind, pc):
+    return MK.data_access(mv[0], mv[1], mv[2], mv[3], mv[4], mv[5], vaddr, size, kind, pc)
+
+
+@njit(cache=True, inline="always")
+def tlb_outcome(mv):
+    return mv[4][mv[1][MK.G_SCRROW], MK.S_TLB]
+
+
+@njit(cache=True, inline="always")
+def walk_cycles(mv):
+    return mv[4][mv[1][MK.G_SCRROW], MK.S_WALK_CYCLES]
+
+
+@njit(cache=True)
+def fetch_outcome(mem, vaddr, size):
+    """From Python (tests): an instruction fetch; returns (level, TLB outcome, walk cycles)."""
+    mv = views(mem)
+    lvl = fetch(mv, vaddr, size)
+    return lvl, tlb_outcome(mv), walk_cycles(mv)
+
+
+@njit(cache=True)
+def data_outcome(mem, vaddr, size, kind, pc):
+    """From Python (tests): a load (kind 1) or store (2); returns (level, TLB outcome, walk cycles)."""
+    mv = views(mem)
+    lvl = data(mv, vaddr, size, kind, pc)
+    return lvl, tlb_outcome(mv), walk_cycles(mv)

@@ -1,0 +1,717 @@
+"""The numba timing model of a core: one parameterised kernel for in-order and out-of-order cores.
+
+Instructions are processed once, in program order, in O(1) amortised time each.
+For every instruction the kernel computes the cycle it is fetched (``f``), reaches
+dispatch (``fr = f + FE``), dispatches (``d``), issues (``e``), completes (``c``,
+its result usable by dependants from that cycle) and retires (``r``).  Older
+instructions are scheduled first and later ones never change them: structures
+are granted oldest-first, as in a real core with age-ordered selection.
+Semantics (``tests/coreref.py`` implements the same rules, written for clarity):
+
+Fetch
+  At most ``fetch_width`` instructions per cycle; a taken transfer ends the fetch
+  group (the next instruction is fetched the cycle after).  A new I-cache line, or
+  any instruction after a taken transfer or redirect, is one access through the
+  ITLB and L1I; a miss delays the instruction by (supplying level's latency - L1I
+  latency), an ITLB miss by the second-level TLB latency, or that plus the page
+  walk's cycles plus ``page_walk.overhead_cycles``.  The fetch queue holds
+  ``fetch_queue`` instructions: ``f[i] >= d[i - fetch_queue] - FE``.
+  ``FE = mispredict_penalty``: fetch-to-dispatch depth, so that a redirect at
+  cycle t dispatches the first correct-path instruction at ``t + FE``.
+Branches
+  Predicted at fetch (:mod:`simulator.core.predictors`).  A mispredicted transfer
+  redirects fetch when it resolves: the next instruction's fetch is ``>= c[b]``.
+  A BTB miss on a correctly predicted taken transfer redirects at decode: the next
+  fetch is ``>= f[b] + btb_miss_penalty``.  Wrong-path instructions are counted,
+  not simulated: ``dispatch_width`` per cycle in ``[d[b] + 1, c[b])``, at most
+  ``rob_entries - 1``.
+Dispatch (rename/allocate), in order, at most ``dispatch_width`` per cycle, at
+  ``d >= fr`` and:
+  * ROB (out-of-order only): ``d[i] >= r[i - rob_entries]``;
+  * RS: at most ``rs_entries`` dispatched, unissued instructions: an entry is held
+    over ``[d, e)`` and freed at issue, out of order (``d[i] >=`` the
+    ``rs_entries``-th largest release cycle of the older instructions; the release
+    is the issue cycle, or ``d + HORIZON`` for an issue beyond the horizon);
+  * load queue: ``d >= r`` of the load ``load_queue`` loads back;
+  * store queue: ``d >= w`` of the store ``store_queue`` stores back, where ``w``
+    is the cycle the store drains to the cache after retirement;
+  * serialising instructions dispatch after every older instruction has retired,
+    and younger ones after they retire;
+  * RAT (x86 only): reading a register or the flags whose last write was partial
+    (``FLAG_PARTIAL_WRITE`` / ``FLAG_FLAGS_PARTIAL``) and has not retired by the
+    candidate dispatch cycle adds ``RAT_PENALTY`` cycles (merge micro-op).
+    ALU/MUL/DIV write the flags; conditional branches read them.
+  Entries freed in a cycle can be reallocated in that cycle.
+Issue, out of order: ``e >= max(d + 1, operands ready)``; then the earliest cycle
+  with a free issue slot (``issue_width`` per cycle) and a free unit of the
+  instruction's class (pipelined: ``count`` per cycle; non-pipelined: a unit is
+  busy for ``latency`` cycles).  Reservations are kept in a cycle-indexed ring for
+  ``HORIZON`` cycles beyond dispatch; a cycle beyond the horizon is granted
+  without reservation.
+Issue, in order: ``e >= e[i-1]``; the instruction joins the issue group of
+  ``i-1`` (same cycle) when the group has fewer than ``group_size`` (and
+  ``issue_width``) members, ``i-1`` is not a control transfer (a branch ends a
+  group), ``i`` is not serialising, and ``i`` reads no register written by a member
+  of the group; otherwise it issues at ``e[i-1] + 1`` at the earliest.  Further
+  ``e >= d + 1``, ``e >= r[i - rob_entries] - L1D latency`` (completion window:
+  the execution pipeline holds instructions for the L1D load-to-use latency after
+  issue, and ``rob_entries`` more may wait beyond that for completion, so L1 hits
+  pipeline while a miss blocks issue ``rob_entries`` instructions later), operands
+  ready, and a unit instance free (pipelined: one cycle, else ``latency``).
+Address-generation interlock (``agi_penalty > 0``): a load/store whose ``areg``
+  became ready fewer than ``agi_distance`` cycles before its candidate issue cycle
+  issues ``agi_penalty`` cycles later.
+Execute: ``c = e + unit latency``; control transfers and stores ``c = e + 1``
+  (stores after translation).  Loads: ``c = e + DTLB cost + latency of the
+  supplying level`` (load-to-use; memory = ``memory.latency_cycles``).  An L1D miss
+  holds one of the L1D's ``mshrs`` from its start to its fill; when all are busy it
+  starts when the earliest frees.  A load that hits a line still being filled by
+  an MSHR completes no earlier than the fill.  A store that misses a
+  write-allocate L1D takes an MSHR for its read-for-ownership.
+Retire: in order, at most ``retire_width`` per cycle, ``r >= c``.  Stores drain
+  in order after retirement, one per cycle: ``w = max(r, w_prev + 1, fill)``.
+CPI stack (retirement side): a cycle in which an instruction retires is *base*;
+  the stall cycles ``(r_prev, r)`` before instruction i retires are charged to
+  i's phase at that time: before ``f - penalties + FE``: its fetch cause
+  (branch_mispredict, btb or frontend); then itlb, icache; until ``d + 1``: its
+  dispatch cause; until ``e``: its issue cause (dependency, agi, execution,
+  resource); then its execution: DTLB cost to dtlb, the rest to the data level
+  that supplied a load (MSHR waits included) or to execution.  When i had not
+  begun executing when the stall began (``r_prev + 1 <= e``), its nominal
+  latency (L1D latency for a load, 1 for a store, the unit latency otherwise),
+  which would have overlapped older work had i arrived in time, is charged to the
+  cause of its late arrival instead (its issue cause if it waited to issue, else
+  its dispatch cause): the refill after a mispredict, the load behind an AGI.  A front-end cause is carried through dispatch: the dispatch
+  cause is the front end's when no back-end structure held the instruction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from simulator.core import counters as V
+from simulator.core.predictors import OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT_RAS_MISS, OUT_TGT, \
+    predict_control
+from simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL, \
+    OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE
+from simulator.core import memport
+
+U64 = np.uint64
+RING = 1 << 16                 # issue-reservation ring (cycles)
+HORIZON = RING // 2            # reservations are tracked this many cycles beyond dispatch
+RING_COLS = 8                  # per cycle: issues, issues per unit class (6), RS releases
+RS_COL = 7
+RAT_PENALTY = 3                # [ORM] partial-register merge on Intel Core / Nehalem: 2-3 cycles
+NREG = 130                     # register slots: 0 = "no register", 1..128 = registers, 129 = flags
+FLAGS_REG = 129
+NUNIT = 6
+UNIT_NAMES = ("ialu", "imul", "idiv", "fpu", "lsu", "branch")
+MAX_UNIT_COUNT = 8
+
+# ---- configuration vector (cfg) ------------------------------------------------------------------
+(K_INORDER, K_FW, K_DW, K_IW, K_RW, K_FQ, K_ROB, K_RS, K_LQ, K_SQ, K_FE, K_BTB_PEN, K_AGI_PEN, K_AGI_DIST,
+ K_GROUP, K_PRED, K_PC_SHIFT, K_BHT_MASK, K_CTR_MAX, K_CTR_THRESH, K_HIST_MASK, K_BTB_SETS, K_BTB_WAYS,
+ K_RAS_N, K_L1I, K_L1D, K_ILINE_BITS, K_DLINE_BITS, K_NLEVELS, K_MSHRS, K_ITLB1_LAT, K_DTLB1_LAT, K_WALK_OVH,
+ K_RAT, K_DWALLOC) = range(35)
+K_UNIT_OF_OP = 40              # 10 entries: unit class of each op
+K_UNIT_CNT = 50                # 6 entries
+K_UNIT_LAT = 56
+K_UNIT_PIPE = 62
+NCFG = 68
+
+# ---- scalar state (S) ----------------------------------------------------------------------------
+(S_SEQ, S_LAST_F, S_F_COUNT, S_FETCH_BREAK, S_REDIRECT, S_REDIRECT_CAUSE, S_LAST_LINE, S_NEED_ACCESS,
+ S_LAST_D, S_D_COUNT, S_LAST_E, S_G_COUNT, S_G_START, S_PREV_CTRL, S_LAST_R, S_R_COUNT, S_LAST_W,
+ S_SERIAL_UNTIL, S_ROB_PTR, S_FQ_PTR, S_LQ_PTR, S_SQ_PTR, S_RS_CUR, S_RS_REL, S_MSHR_MAX, S_PARTIAL_MAX) = range(26)
+NSTATE = 27
+
+
+def initial_scalars() -> np.ndarray:
+    S = np.zeros(NSTATE, dtype=np.int64)
+    S[S_LAST_F] = 0
+    S[S_F_COUNT] = 0
+    S[S_REDIRECT_CAUSE] = V.CS_FRONTEND
+    S[S_LAST_LINE] = -1
+    S[S_NEED_ACCESS] = 1
+    S[S_LAST_D] = 0
+    S[S_LAST_E] = -1
+    S[S_G_START] = -1
+    S[S_LAST_R] = -1
+    S[S_LAST_W] = -1
+    S[S_PARTIAL_MAX] = -1
+    return S
+
+
+# ============================================================================ helpers
+@njit(cache=True, inline="always")
+def _charge(acc, idx, p, b, end):
+    """Charge cycles [p, min(b, end)) to acc[idx]; returns the new start."""
+    hi = end if end < b else b
+    if hi > p:
+        acc[idx] += hi - p
+        return hi
+    return p
+
+
+@njit(cache=True, inline="always")
+def _split(acc, idx, covered, bound):
+    """Priority split: cycles [covered, bound) go to acc[idx]."""
+    if bound > covered:
+        acc[idx] += bound - covered
+        return bound
+    return covered
+
+
+@njit(cache=True, inline="always")
+def _ring_row(ring_tag, ring_cnt, t):
+    """The ring row of cycle ``t``, cleared when it still holds an older cycle."""
+    row = t & (RING - 1)
+    if ring_tag[row] != t:
+        ring_tag[row] = t
+        for k in range(RING_COLS):
+            ring_cnt[row, k] = 0
+    return row
+
+
+@njit(cache=True, inline="always")
+def _ooo_issue(ring_tag, ring_cnt, t0, col, occ, iw, ucnt, horizon_end):
+    """Earliest cycle >= t0 with an issue slot and a unit (ring column ``col``) free for ``occ`` cycles;
+    reserves them.  A cycle beyond the horizon is granted without reservation."""
+    t = t0
+    if occ == 1:
+        while t <= horizon_end:
+            row = t & (RING - 1)
+            if ring_tag[row] != t:
+                ring_tag[row] = t
+                for k in range(RING_COLS):
+                    ring_cnt[row, k] = 0
+                ring_cnt[row, 0] = 1
+                ring_cnt[row, col] = 1
+                return t
+            if ring_cnt[row, 0] < iw and ring_cnt[row, col] < ucnt:
+                ring_cnt[row, 0] += 1
+                ring_cnt[row, col] += 1
+                return t
+            t += 1
+        return t
+    while t + occ - 1 <= horizon_end:
+        row = t & (RING - 1)
+        ok = ring_tag[row] != t or ring_cnt[row, 0] < iw
+        k = 0
+        while ok and k < occ:
+            rk = (t + k) & (RING - 1)
+            ok = ring_tag[rk] != t + k or ring_cnt[rk, col] < ucnt
+            k += 1
+        if ok:
+            row = _ring_row(ring_tag, ring_cnt, t)
+            ring_cnt[row, 0] += 1
+            for k in range(occ):
+                rk = _ring_row(ring_tag, ring_cnt, t + k)
+                ring_cnt[rk, col] += 1
+            return t
+        t += 1
+    return t
+
+
+@njit(cache=True, inline="always")
+def _rs_advance(ring_tag, ring_cnt, cur, rel, upto):
+    """Move the RS cursor to cycle ``upto``, adding the releases (issues) of the cycles passed."""
+    while cur < upto:
+        cur += 1
+        row = cur & (RING - 1)
+        if ring_tag[row] == cur:
+            rel += ring_cnt[row, RS_COL]
+    return cur, rel
+
+
+@njit(cache=True, inline="always")
+def _tlb_cost(mv, t1_lat, walk_ovh):
+    """Translation cycles of the access just made: second-level TLB latency, plus the walk."""
+    tlb = memport.tlb_outcome(mv)
+    if tlb == 0:
+        return 0
+    if tlb == 1:
+        return t1_lat
+    return t1_lat + walk_ovh + memport.walk_cycles(mv)
+
+
+# ============================================================================ the kernel
+@njit(cache=True)
+def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq,
+             ring_tag, ring_cnt, ufree, mshr, opcount, bht, btb_tag, btb_tgt, btb_stamp, ras, bp, CT, CS,
+             mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
+             start, stop, until_cycle):
+    """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
+    stop - start when the last retirement reached ``until_cycle`` >= 0)."""
+    mv = memport.views(mem)
+    inorder = cfg[K_INORDER] != 0
+    FW = cfg[K_FW]
+    DW = cfg[K_DW]
+    IW = cfg[K_IW]
+    RW = cfg[K_RW]
+    FQ = cfg[K_FQ]
+    ROB = cfg[K_ROB]
+    RS = cfg[K_RS]
+    LQ = cfg[K_LQ]
+    SQ = cfg[K_SQ]
+    FE = cfg[K_FE]
+    BTB_PEN = cfg[K_BTB_PEN]
+    AGI_PEN = cfg[K_AGI_PEN]
+    AGI_DIST = cfg[K_AGI_DIST]
+    GROUP = cfg[K_GROUP]
+    pkind = cfg[K_PRED]
+    pshift = cfg[K_PC_SHIFT]
+    bht_mask = cfg[K_BHT_MASK]
+    ctr_max = cfg[K_CTR_MAX]
+    ctr_thresh = cfg[K_CTR_THRESH]
+    hist_mask = cfg[K_HIST_MASK]
+    btb_sets = cfg[K_BTB_SETS]
+    btb_ways = cfg[K_BTB_WAYS]
+    ras_n = cfg[K_RAS_N]
+    L1I = cfg[K_L1I]
+    L1D = cfg[K_L1D]
+    ilb = U64(cfg[K_ILINE_BITS])
+    dlb = U64(cfg[K_DLINE_BITS])
+    NMSHR = cfg[K_MSHRS]
+    itlb1 = cfg[K_ITLB1_LAT]
+    dtlb1 = cfg[K_DTLB1_LAT]
+    walk_ovh = cfg[K_WALK_OVH]
+    rat_on = cfg[K_RAT] != 0
+    dwalloc = cfg[K_DWALLOC] != 0
+    lat_l1i = lat[L1I]
+    lat_l1d = lat[L1D]
+    group_cap = GROUP if GROUP < IW else IW
+
+    seq = S[S_SEQ]
+    last_f = S[S_LAST_F]
+    f_count = S[S_F_COUNT]
+    fetch_break = S[S_FETCH_BREAK]
+    redirect = S[S_REDIRECT]
+    redirect_cause = S[S_REDIRECT_CAUSE]
+    last_line = S[S_LAST_LINE]
+    need_access = S[S_NEED_ACCESS]
+    last_d = S[S_LAST_D]
+    d_count = S[S_D_COUNT]
+    last_e = S[S_LAST_E]
+    g_count = S[S_G_COUNT]
+    g_start = S[S_G_START]
+    prev_ctrl = S[S_PREV_CTRL]
+    last_r = S[S_LAST_R]
+    r_count = S[S_R_COUNT]
+    last_w = S[S_LAST_W]
+    serial_until = S[S_SERIAL_UNTIL]
+    # ring pointers (rings are zero-initialised: an absent older instruction gives a bound of 0)
+    rob_ptr = S[S_ROB_PTR]
+    fq_ptr = S[S_FQ_PTR]
+    lq_ptr = S[S_LQ_PTR]
+    sq_ptr = S[S_SQ_PTR]
+    rs_cur = S[S_RS_CUR]
+    rs_rel = S[S_RS_REL]
+    mshr_max = S[S_MSHR_MAX]
+    partial_max = S[S_PARTIAL_MAX]
+
+    i = start
+    while i < stop:
+        if until_cycle >= 0 and last_r >= until_cycle:
+            break
+        pc = pc_a[i]
+        op = np.int64(op_a[i])
+        size = np.int64(size_a[i])
+        flags = np.int64(flags_a[i])
+        taken = np.int64(taken_a[i])
+        is_load = op == OP_LOAD
+        is_store = op == OP_STORE
+        is_ctrl = op == OP_BRANCH or op == OP_JUMP or op == OP_CALL or op == OP_RET
+        serial = (flags & FLAG_SERIALIZING) != 0
+
+        # ------------------------------------------------------------------ fetch
+        s = last_f if (f_count < FW and fetch_break == 0) else last_f + 1
+        pre_cause = V.CS_FRONTEND
+        if redirect > s:
+            s = redirect
+            pre_cause = redirect_cause
+        b = fq_ring[fq_ptr] - FE
+        if b > s:
+            s = b
+            pre_cause = V.CS_FRONTEND
+        p_itlb = 0
+        p_icache = 0
+        first_line = np.int64(pc >> ilb)
+        if need_access != 0 or first_line != last_line:
+            CT[V.CT_FETCH_ACC] += 1
+            lvl = memport.fetch(mv, pc, size)
+            p_itlb = _tlb_cost(mv, itlb1, walk_ovh)
+            if lvl != L1I:
+                p_icache = lat[lvl] - lat_l1i
+            need_access = 0
+        last_line = np.int64((pc + U64(size - 1 if size > 0 else 0)) >> ilb)
+        f = s + p_itlb + p_icache
+        f_count = f_count + 1 if f == last_f else 1
+        last_f = f
+        fetch_break = 0
+        fr = f + FE
+        seg0 = s + FE
+        seg1 = seg0 + p_itlb
+        fe_last = V.CS_ICACHE if p_icache > 0 else (V.CS_ITLB if p_itlb > 0 else pre_cause)
+
+        # ------------------------------------------------------------------ branch prediction
+        pout = 0
+        if is_ctrl:
+            pout = predict_control(op, pc, size, taken, target_a[i], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
+                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb_tag, btb_tgt, btb_stamp, ras, bp)
+            if taken:
+                CT[V.CT_TAKEN] += 1
+                fetch_break = 1
+                need_access = 1
+            if pout & OUT_BTB_LOOKUP:
+                CT[V.CT_BTB_LOOKUPS] += 1
+            if pout & OUT_BTB_MISS:
+                CT[V.CT_BTB_MISSES] += 1
+            if pout & OUT_RAS_MISS:
+                CT[V.CT_RAS_MISPRED] += 1
+        mispredicted = (pout & (OUT_DIR | OUT_TGT)) != 0
+        if mispredicted:
+            CT[V.CT_MISPRED] += 1
+            if pout & OUT_DIR:
+                CT[V.CT_MISPRED_DIR] += 1
+            else:
+                CT[V.CT_MISPRED_TGT] += 1
+        elif (pout & OUT_BTB_MISS) != 0 and taken != 0:
+            redirect = f + BTB_PEN
+            redirect_cause = V.CS_BTB
+
+        # ------------------------------------------------------------------ dispatch
+        slot = last_d if d_count < DW else last_d + 1
+        base = slot if slot > fr else fr
+        b_rob = 0
+        if not inorder:
+            b_rob = rob_ring[rob_ptr]
+        # RS: occupancy at cycle t = older instructions not released (issued) by t; the cursor follows
+        # the dispatch cycle and counts releases
+        # (advanced lazily: seq - rs_rel over-counts while the cursor lags, so only a possibly full RS
+        # needs it moved to ``base``; it never lags more than HORIZON / 2, so no unread ring row is reused)
+        b_rs = 0
+        if seq - rs_rel >= RS or base - rs_cur > HORIZON // 2:
+            rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, base)
+            if seq - rs_rel >= RS:
+                while seq - rs_rel >= RS:
+                    rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, rs_cur + 1)
+                b_rs = rs_cur
+        b_lq = lq_ring[lq_ptr] if is_load else 0
+        b_sq = sq_ring[sq_ptr] if is_store else 0
+        b_ser = serial_until
+        if serial and last_r > b_ser:
+            b_ser = last_r
+        d = base
+        dcause = fe_last
+        if b_rob > d:
+            d = b_rob
+            dcause = V.CS_RESOURCE
+        if b_rs > d:
+            d = b_rs
+            dcause = V.CS_RESOURCE
+        if b_lq > d:
+            d = b_lq
+            dcause = V.CS_RESOURCE
+        if b_sq > d:
+            d = b_sq
+            dcause = V.CS_RESOURCE
+        if b_ser > d:
+            d = b_ser
+            dcause = V.CS_SERIAL
+        r1 = np.int64(src1_a[i]) + 1
+        r2 = np.int64(src2_a[i]) + 1
+        ra = np.int64(areg_a[i]) + 1
+        b_rat = 0
+        if rat_on and partial_max > d:
+            pend = reg_partial[r1]
+            if reg_partial[r2] > pend:
+                pend = reg_partial[r2]
+            if reg_partial[ra] > pend:
+                pend = reg_partial[ra]
+            if op == OP_BRANCH and reg_partial[FLAGS_REG] > pend:
+                pend = reg_partial[FLAGS_REG]
+            if pend > d:
+                b_rat = d + RAT_PENALTY
+                d = b_rat
+                dcause = V.CS_RAT
+                CT[V.CT_RAT_EVENTS] += 1
+        # dispatch-side stall accounting: front-end starvation first, then resources in priority order
+        if fr > slot:
+            hi = fr if fr < d else d
+            p = slot
+            p = _charge(CT, V.CT_ST_FETCH if pre_cause == V.CS_FRONTEND else
+                        (V.CT_ST_BRCLEAR if pre_cause == V.CS_BRANCH else V.CT_ST_BTB), p, hi, seg0)
+            p = _charge(CT, V.CT_ST_ITLB, p, hi, seg1)
+            p = _charge(CT, V.CT_ST_ICACHE, p, hi, fr)
+        if d > base:
+            cov = base
+            cov = _split(CT, V.CT_ST_ROB, cov, b_rob)
+            cov = _split(CT, V.CT_ST_RS, cov, b_rs)
+            cov = _split(CT, V.CT_ST_LQ, cov, b_lq)
+            cov = _split(CT, V.CT_ST_SQ, cov, b_sq)
+            cov = _split(CT, V.CT_ST_SERIAL, cov, b_ser)
+            cov = _split(CT, V.CT_ST_RAT, cov, b_rat)
+        d_count = d_count + 1 if d == last_d else 1
+        last_d = d
+        fq_ring[fq_ptr] = d
+        fq_ptr += 1
+        if fq_ptr == FQ:
+            fq_ptr = 0
+        CT[V.CT_DISPATCHED] += 1
+
+        # ------------------------------------------------------------------ issue
+        cls = cfg[K_UNIT_OF_OP + op]
+        ulat = cfg[K_UNIT_LAT + cls]
+        occ = 1 if cfg[K_UNIT_PIPE + cls] != 0 else ulat
+        ucnt = cfg[K_UNIT_CNT + cls]
+        ops = reg_ready[r1]
+        if reg_ready[r2] > ops:
+            ops = reg_ready[r2]
+        if reg_ready[ra] > ops:
+            ops = reg_ready[ra]
+        agi = False
+        if inorder:
+            join = (g_count > 0 and g_count < group_cap and prev_ctrl == 0 and not serial and occ == 1
+                    and reg_wseq[r1] < g_start and reg_wseq[r2] < g_start and reg_wseq[ra] < g_start)
+            slot_e = last_e if join else last_e + 1
+            t = slot_e
+            if d + 1 > t:
+                t = d + 1
+            base_e = t
+            b_cw = rob_ring[rob_ptr] - lat_l1d
+            t_cw = t if t > b_cw else b_cw
+            t = t_cw
+            if ops > t:
+                t = ops
+            t_ops = t
+            if AGI_PEN > 0 and (is_load or is_store) and ra > 0 and t - reg_ready[ra] < AGI_DIST:
+                t += AGI_PEN
+                agi = True
+            t_agi = t
+            # the unit instance of this class that frees first
+            k_best = 0
+            for k in range(1, ucnt):
+                if ufree[cls, k] < ufree[cls, k_best]:
+                    k_best = k
+            if ufree[cls, k_best] > t:
+                t = ufree[cls, k_best]
+            e = t
+            ufree[cls, k_best] = e + occ
+            cov = base_e
+            cov = _split(CT, V.CT_IS_COMPLETION, cov, t_cw)
+            cov = _split(CT, V.CT_IS_OPERANDS, cov, t_ops)
+            cov = _split(CT, V.CT_IS_AGI, cov, t_agi)
+            cov = _split(CT, V.CT_IS_UNIT, cov, e)
+            # issue cause: the first bound, in the order completion window, operands, AGI, unit, that
+            # sets the issue cycle
+            if e == t_cw and t_cw > base_e:
+                icause = V.CS_RESOURCE
+            elif e == t_ops and t_ops > t_cw:
+                icause = V.CS_DEPENDENCY
+            elif agi and e == t_agi:
+                icause = V.CS_AGI
+            else:
+                icause = V.CS_EXECUTION
+            if e > last_e:
+                g_count = 1
+                g_start = seq
+                CT[V.CT_GROUPS] += 1
+            else:
+                g_count += 1
+            last_e = e
+            prev_ctrl = 1 if (is_ctrl or serial or occ > 1) else 0
+        else:
+            t = d + 1
+            if ops > t:
+                t = ops
+            t_ops = t
+            if AGI_PEN > 0 and (is_load or is_store) and ra > 0 and t - reg_ready[ra] < AGI_DIST:
+                t += AGI_PEN
+                agi = True
+            t_agi = t
+            e = _ooo_issue(ring_tag, ring_cnt, t, 1 + cls, occ, IW, ucnt, d + HORIZON)
+            if e == t_ops:
+                icause = V.CS_DEPENDENCY
+            elif agi and e == t_agi:
+                icause = V.CS_AGI
+            else:
+                icause = V.CS_EXECUTION
+        if agi:
+            CT[V.CT_AGI_EVENTS] += 1
+        # reservation station entry released at issue (counted at the horizon when issue is beyond it)
+        rel_t = e if e <= d + HORIZON else d + HORIZON
+        row = _ring_row(ring_tag, ring_cnt, rel_t)
+        ring_cnt[row, RS_COL] += 1
+
+        # ------------------------------------------------------------------ execute
+        p_dtlb = 0
+        xcause = V.CS_EXECUTION
+        fill = 0
+        if is_load or is_store:
+            maddr = maddr_a[i]
+            msz = np.int64(msize_a[i])
+            lvl = memport.data(mv, maddr, msz, 1 if is_load else 2, pc)
+            p_dtlb = _tlb_cost(mv, dtlb1, walk_ovh)
+            tready = e + p_dtlb
+            line = np.int64(maddr >> dlb)
+            done = tready + lat[lvl]
+            xcause = V.CS_DATA0 + lvl
+            if lvl == L1D:
+                if mshr_max > tready:
+                    for k in range(NMSHR):
+                        if mshr[k, 1] == line and mshr[k, 0] > tready:
+                            if mshr[k, 0] > done:
+                                done = mshr[k, 0]
+                            xcause = V.CS_DATA0 + mshr[k, 2]
+                            if is_load:
+                                CT[V.CT_MERGES] += 1
+                            break
+            elif is_load or dwalloc:
+                k_best = 0
+                for k in range(1, NMSHR):
+                    if mshr[k, 0] < mshr[k_best, 0]:
+                        k_best = k
+                st = tready
+                if mshr[k_best, 0] > st:
+                    st = mshr[k_best, 0]
+                    CT[V.CT_MSHR_WAIT] += st - tready
+                done = st + lat[lvl]
+                mshr[k_best, 0] = done
+                mshr[k_best, 1] = line
+                mshr[k_best, 2] = lvl
+                if done > mshr_max:
+                    mshr_max = done
+            if is_load:
+                c = done
+            else:
+                c = tready + 1
+                if (lvl == L1D and done > tready + lat_l1d) or (lvl != L1D and dwalloc):
+                    fill = done           # the line is being filled: the store drains after the fill
+        else:
+            c = e + ulat
+        opcount[op] += 1
+
+        # ------------------------------------------------------------------ retire
+        rslot = last_r if r_count < RW else last_r + 1
+        r = c if c > rslot else rslot
+        if r > last_r:
+            a = last_r + 1
+            if r > a:
+                p = a
+                p = _charge(CS, pre_cause, p, r, seg0)
+                p = _charge(CS, V.CS_ITLB, p, r, seg1)
+                p = _charge(CS, V.CS_ICACHE, p, r, fr)
+                p = _charge(CS, dcause, p, r, d + 1)
+                p = _charge(CS, icause, p, r, e)
+                if a <= e:
+                    # not yet executing when the stall began: its nominal latency would have overlapped
+                    # older work had it arrived in time, so it goes to the cause of its late arrival
+                    arrival = icause if e > d + 1 else dcause
+                    nom = lat_l1d if is_load else (1 if is_store else ulat)
+                    if nom > c - e:
+                        nom = c - e
+                    p = _charge(CS, arrival, p, r, e + nom)
+                    p = _charge(CS, V.CS_DTLB, p, r, e + nom + p_dtlb)
+                else:
+                    p = _charge(CS, V.CS_DTLB, p, r, e + p_dtlb)
+                p = _charge(CS, xcause, p, r, c)
+                _charge(CS, V.CS_BASE, p, r, r)
+            CS[V.CS_BASE] += 1
+            r_count = 1
+        else:
+            r_count += 1
+        last_r = r
+        rob_ring[rob_ptr] = r
+        rob_ptr += 1
+        if rob_ptr == ROB:
+            rob_ptr = 0
+        # load/store queue rings: a non-load writes the spare slot at index LQ (branch-free)
+        lq_ring[lq_ptr if is_load else LQ] = r
+        lq_ptr += is_load
+        lq_ptr = 0 if lq_ptr == LQ else lq_ptr
+        if is_store:
+            w = r
+            if last_w + 1 > w:
+                w = last_w + 1
+            if fill > w:
+                w = fill
+            last_w = w
+            sq_ring[sq_ptr] = w
+            sq_ptr += 1
+            if sq_ptr == SQ:
+                sq_ptr = 0
+
+        # ------------------------------------------------------------------ bookkeeping
+        if mispredicted:
+            redirect = c
+            redirect_cause = V.CS_BRANCH
+            need_access = 1
+            wp = DW * (c - d - 1)
+            if wp > ROB - 1:
+                wp = ROB - 1
+            if wp > 0:
+                CT[V.CT_WRONG_PATH] += wp
+                CT[V.CT_DISPATCHED] += wp
+        elif (pout & OUT_BTB_MISS) != 0 and taken != 0:
+            need_access = 1
+        dst = np.int64(dst_a[i]) + 1
+        if dst > 0:
+            reg_ready[dst] = c
+            reg_wseq[dst] = seq
+        if rat_on:
+            # partial_max: the latest retirement of any pending partial write (no RAT check needed
+            # while the candidate dispatch cycle is past it)
+            if dst > 0:
+                if (flags & FLAG_PARTIAL_WRITE) != 0:
+                    reg_partial[dst] = r
+                    partial_max = r
+                else:
+                    reg_partial[dst] = -1
+            if op == OP_ALU or op == OP_MUL or op == OP_DIV:
+                if (flags & FLAG_FLAGS_PARTIAL) != 0:
+                    reg_partial[FLAGS_REG] = r
+                    partial_max = r
+                else:
+                    reg_partial[FLAGS_REG] = -1
+        if serial:
+            serial_until = r
+        seq += 1
+        i += 1
+
+    CT[V.CT_INSTRUCTIONS] = seq
+    CT[V.CT_LOADS] = opcount[OP_LOAD]
+    CT[V.CT_STORES] = opcount[OP_STORE]
+    CT[V.CT_FP] = opcount[OP_FP]
+    CT[V.CT_COND] = opcount[OP_BRANCH]
+    CT[V.CT_BRANCHES] = opcount[OP_BRANCH] + opcount[OP_JUMP] + opcount[OP_CALL] + opcount[OP_RET]
+    CT[V.CT_OTHER] = opcount[OP_ALU] + opcount[OP_MUL] + opcount[OP_DIV]
+    CT[V.CT_CYCLES] = last_r + 1
+    S[S_SEQ] = seq
+    S[S_LAST_F] = last_f
+    S[S_F_COUNT] = f_count
+    S[S_FETCH_BREAK] = fetch_break
+    S[S_REDIRECT] = redirect
+    S[S_REDIRECT_CAUSE] = redirect_cause
+    S[S_LAST_LINE] = last_line
+    S[S_NEED_ACCESS] = need_access
+    S[S_LAST_D] = last_d
+    S[S_D_COUNT] = d_count
+    S[S_LAST_E] = last_e
+    S[S_G_COUNT] = g_count
+    S[S_G_START] = g_start
+    S[S_PREV_CTRL] = prev_ctrl
+    S[S_LAST_R] = last_r
+    S[S_R_COUNT] = r_count
+    S[S_LAST_W] = last_w
+    S[S_SERIAL_UNTIL] = serial_until
+    S[S_ROB_PTR] = rob_ptr
+    S[S_FQ_PTR] = fq_ptr
+    S[S_LQ_PTR] = lq_ptr
+    S[S_SQ_PTR] = sq_ptr
+    S[S_RS_CUR] = rs_cur
+    S[S_RS_REL] = rs_rel
+    S[S_MSHR_MAX] = mshr_max
+    S[S_PARTIAL_MAX] = partial_max
+    return i - start

@@ -1,0 +1,39 @@
+"""The core and branch-predictor validation checks: registered, run on every platform, pass in quick mode."""
+
+from __future__ import annotations
+
+from scenarios import checks_core
+from scenarios.validation import CHECK_MODULES, registered_checks, run_checks
+
+CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:"))]
+
+
+def test_module_is_listed_and_checks_are_registered():
+    assert "scenarios.checks_core" in CHECK_MODULES
+    assert len(CORE_CHECKS) == 7
+
+
+def test_quick_checks_pass_on_every_platform():
+    results = run_checks(quick=True, only=CORE_CHECKS)
+    failed = [(r.name, r.expected, r.measured, r.detail) for r in results if not r.passed]
+    assert failed == []
+    # six checks per platform on five platforms, plus two AGI rows for z10 (the only in-order core)
+    assert len(results) == 6 * 5 + 2
+    for platform in checks_core.PLATFORMS:
+        assert sum(platform in r.name for r in results) >= 6
+
+
+def test_independent_ops_expectation_from_first_principles():
+    expected, _ = checks_core.independent_expectation(checks_core._platform("nehalem"))
+    assert expected == 0.25                      # 4-wide; 3 ALUs take 3 of every 4 ops
+    expected, _ = checks_core.independent_expectation(checks_core._platform("mpc7447a"))
+    assert abs(expected - 1 / 3) < 1e-12         # 3-wide dispatch and retire
+    expected, _ = checks_core.independent_expectation(checks_core._platform("z10"))
+    assert expected == 0.5                       # in order, pairs
+
+
+def test_chase_layout_defeats_caches_and_spatial_prefetchers():
+    footprint, stride, page = checks_core.chase_layout(checks_core._platform("nehalem"))
+    assert footprint == 4 * 8 * 1024 * 1024 and stride == 128 and page == 4096
+    footprint, stride, _ = checks_core.chase_layout(checks_core._platform("z10"))
+    assert stride == 256 and footprint == 4 * 48 * 1024 * 1024
