@@ -155,6 +155,36 @@ def trace_info_cmd(src: Path = typer.Argument(..., help="trace file"),
             typer.echo(f"{key:<20} {value:,}" if isinstance(value, int) else f"{key:<20} {value}")
 
 
+# --------------------------------------------------------------------------- simulate
+@app.command("simulate")
+@command
+def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="platform name or TOML path"),
+                 workload: str = typer.Option(..., "--workload", "-w", help="e.g. cint2006/429.mcf (whatif list workloads)"),
+                 instructions: int = typer.Option(2_000_000, "--instructions", "-n", help="program instructions to run"),
+                 set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE (repeatable)"),
+                 sampling: Optional[str] = typer.Option(None, "--sampling",
+                                                        help="SD,SP,SI: sampling delay, period, interval in the "
+                                                             "seed's seconds (seed 002 used 10,5,3)"),
+                 time_scale: float = typer.Option(1e-4, "--time-scale",
+                                                  help="simulated seconds per second of --sampling (10 s -> 1 ms)"),
+                 seed: int = typer.Option(0, "--seed"),
+                 pmu: str = typer.Option("ideal", "--pmu", help="ideal (one run counts all events) | physical "
+                                                                "(several runs within the physical counters)"),
+                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
+                 as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """Run a workload on a platform's core and memory models: event totals, CPI stack, time series."""
+    from scenarios import simulate_study
+
+    doc = simulate_study.simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
+                                          pmu, out, progress=not as_json)
+    if as_json:
+        echo_json(doc)
+    else:
+        simulate_study.print_summary(doc)
+    if out is not None:
+        typer.echo(f"results written to {out}", err=as_json)
+
+
 # --------------------------------------------------------------------------- run
 @app.command("run")
 @command

@@ -171,6 +171,29 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     return doc
 
 
+def print_summary(doc: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    head = (f"{doc['workload']} on {doc['platform']}: {doc['instructions']:,} instructions, CPI {doc['cpi']:.3f}, "
+            f"{doc['seconds'] * 1e3:.3f} ms simulated, {doc['sim_instructions_per_s'] / 1e6:.2f} M instructions/s")
+    stack = Table(title="CPI stack")
+    stack.add_column("cause")
+    stack.add_column("CPI", justify="right")
+    for cause, cpi in doc["cpi_stack"].items():
+        if cpi:
+            stack.add_row(cause, f"{cpi:.3f}")
+    totals = Table(title=f"events ({doc['pmu_runs']} PMU run(s))")
+    totals.add_column("event")
+    totals.add_column("count", justify="right")
+    for event, value in doc["totals"].items():
+        totals.add_row(event, f"{value:,.0f}")
+    console.print(head)
+    console.print(stack)
+    console.print(totals)
+
+
 def _resolve_workload(name: str) -> None:
     """Fail early, with the list of known workloads, on an unknown name."""
     from simulator.workload import load_workload
