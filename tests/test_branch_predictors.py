@@ -149,4 +149,4 @@ def test_sizes_come_from_the_platform():
     assert (cfg.bht_entries, cfg.counter_bits, cfg.btb_sets, cfg.btb_ways, cfg.ras_entries, cfg.pc_shift) == \
         (2048, 2, 32, 4, 8, 2)
     state = cfg.new_state()
-    assert state.bht.shape == (2048,) and state.btb_tag.shape == (128,) and state.ras.shape == (8,)
+    assert state.bht.shape == (2048,) and state.btb.shape == (128, 3) and state.ras.shape == (8,)

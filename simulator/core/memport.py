@@ -6,6 +6,9 @@ call (:func:`views`; no reference counting per access), and per instruction call
 :func:`data`, which return the supplying level (levels from the core outwards, memory = number of
 levels), then reads the translation outcome of that access with :func:`tlb_outcome` (0 first-level TLB
 hit, 1 second-level hit, 2 page walk) and :func:`walk_cycles`.
+
+``fetch`` and ``data`` are deliberately not inlined: the memory kernel's inline fast paths would make
+the core's loop several times larger than the host's instruction cache, which cost more than the call.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ def views(mem):
     return MK.unmanaged(mem[0], mem[1], mem[2], mem[3], mem[4], mem[5])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def fetch(mv, vaddr, size):
     return MK.fetch_access(mv[0], mv[1], mv[2], mv[3], mv[4], vaddr, size)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def data(mv, vaddr, size, kind, pc):
     return MK.data_access(mv[0], mv[1], mv[2], mv[3], mv[4], mv[5], vaddr, size, kind, pc)
 

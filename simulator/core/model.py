@@ -105,7 +105,7 @@ def new_state(cfg: np.ndarray) -> CoreState:
         rob_ring=np.zeros(cfg[TM.K_ROB], np.int64), lq_ring=np.zeros(cfg[TM.K_LQ] + 1, np.int64),
         sq_ring=np.zeros(cfg[TM.K_SQ], np.int64), fq_ring=np.zeros(cfg[TM.K_FQ], np.int64),
         reg_ready=np.zeros(TM.NREG, np.int64), reg_partial=np.full(TM.NREG, -1, np.int64), reg_wseq=reg_wseq,
-        ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int32), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
+        ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int16), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
         mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64), opcount=np.zeros(len(OP_NAMES), np.int64))
 
 

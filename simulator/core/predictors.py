@@ -55,7 +55,9 @@ OUT_MISPREDICT = OUT_DIR | OUT_TGT
 # scalars of the predictor state (BP array)
 BP_GHIST, BP_RAS_TOP, BP_RAS_COUNT, BP_BTB_CLOCK = range(4)
 
-PredictorState = namedtuple("PredictorState", ["bht", "btb_tag", "btb_tgt", "btb_stamp", "ras", "bp"])
+# btb: one row per way, [tag, target, LRU stamp], the ways of a set adjacent (one or two host cache lines)
+PredictorState = namedtuple("PredictorState", ["bht", "btb", "ras", "bp"])
+B_TAG, B_TGT, B_STAMP = 0, 1, 2
 
 
 def predictor_id(name: str, where: str = "branch_predictor.kind") -> int:
@@ -100,9 +102,9 @@ class PredictorConfig:
 
     def new_state(self) -> PredictorState:
         n = self.btb_sets * self.btb_ways
-        return PredictorState(bht=np.full(self.bht_entries, self.ctr_thresh - 1, dtype=np.uint8),
-                              btb_tag=np.full(n, EMPTY, dtype=np.uint64), btb_tgt=np.zeros(n, dtype=np.uint64),
-                              btb_stamp=np.zeros(n, dtype=np.int64),
+        btb = np.zeros((n, 3), dtype=np.uint64)
+        btb[:, B_TAG] = EMPTY
+        return PredictorState(bht=np.full(self.bht_entries, self.ctr_thresh - 1, dtype=np.uint8), btb=btb,
                               ras=np.zeros(self.ras_entries, dtype=np.uint64), bp=np.zeros(4, dtype=np.int64))
 
     def scalars(self) -> tuple[int, ...]:
@@ -113,39 +115,39 @@ class PredictorConfig:
 
 # ============================================================================ kernels
 @njit(cache=True, inline="always")
-def _btb_find(btb_tag, pc, shift, sets, ways):
-    """(first slot of pc's set, way holding pc or -1)."""
+def _btb_find(btb, pc, shift, sets, ways):
+    """(first row of pc's set, way holding pc or -1)."""
     base = np.int64((pc >> U64(shift)) & U64(sets - 1)) * ways
     found = -1
     for w in range(ways):
-        if btb_tag[base + w] == pc:
+        if btb[base + w, B_TAG] == pc:
             found = w
     return base, found
 
 
 @njit(cache=True, inline="always")
-def _btb_write(btb_tag, btb_tgt, btb_stamp, bp, base, way, pc, target, ways):
+def _btb_write(btb, bp, base, way, pc, target, ways):
     """Write ``target`` for ``pc`` into ``way`` of the set at ``base`` (-1: an empty way, else the LRU way)."""
     victim = way
     if victim < 0:
         for w in range(ways):
-            if btb_tag[base + w] == EMPTY:
+            if btb[base + w, B_TAG] == EMPTY:
                 victim = w
                 break
     if victim < 0:
         victim = 0
         for w in range(1, ways):
-            if btb_stamp[base + w] < btb_stamp[base + victim]:
+            if btb[base + w, B_STAMP] < btb[base + victim, B_STAMP]:
                 victim = w
     bp[BP_BTB_CLOCK] += 1
-    btb_tag[base + victim] = pc
-    btb_tgt[base + victim] = target
-    btb_stamp[base + victim] = bp[BP_BTB_CLOCK]
+    btb[base + victim, B_TAG] = pc
+    btb[base + victim, B_TGT] = target
+    btb[base + victim, B_STAMP] = U64(bp[BP_BTB_CLOCK])
 
 
 @njit(cache=True, inline="always")
 def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max, ctr_thresh, hist_mask,
-                    btb_sets, btb_ways, ras_n, bht, btb_tag, btb_tgt, btb_stamp, ras, bp):
+                    btb_sets, btb_ways, ras_n, bht, btb, ras, bp):
     """Predict the control transfer ``op`` at ``pc`` at fetch, train on its outcome, return OUT_* bits."""
     if kind == P_PERFECT:
         return 0
@@ -168,7 +170,7 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
         if pred != taken:
             out |= OUT_DIR
         if pred or taken:
-            base, way = _btb_find(btb_tag, pc, shift, btb_sets, btb_ways)
+            base, way = _btb_find(btb, pc, shift, btb_sets, btb_ways)
             if pred:
                 out |= OUT_BTB_LOOKUP
                 if way < 0:
@@ -176,11 +178,11 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
                 else:
                     # a lookup hit makes the way the most recently used
                     bp[BP_BTB_CLOCK] += 1
-                    btb_stamp[base + way] = bp[BP_BTB_CLOCK]
-                    if taken and btb_tgt[base + way] != target:
+                    btb[base + way, B_STAMP] = U64(bp[BP_BTB_CLOCK])
+                    if taken and btb[base + way, B_TGT] != target:
                         out |= OUT_TGT
             if taken:
-                _btb_write(btb_tag, btb_tgt, btb_stamp, bp, base, way, pc, target, btb_ways)
+                _btb_write(btb, bp, base, way, pc, target, btb_ways)
     elif op == OP_RET:
         if bp[BP_RAS_COUNT] == 0:
             out |= OUT_TGT | OUT_RAS_MISS
@@ -192,12 +194,12 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
             bp[BP_RAS_COUNT] -= 1
     elif op == OP_JUMP or op == OP_CALL:
         out |= OUT_BTB_LOOKUP
-        base, way = _btb_find(btb_tag, pc, shift, btb_sets, btb_ways)
+        base, way = _btb_find(btb, pc, shift, btb_sets, btb_ways)
         if way < 0:
             out |= OUT_BTB_MISS
-        elif btb_tgt[base + way] != target:
+        elif btb[base + way, B_TGT] != target:
             out |= OUT_TGT
-        _btb_write(btb_tag, btb_tgt, btb_stamp, bp, base, way, pc, target, btb_ways)
+        _btb_write(btb, bp, base, way, pc, target, btb_ways)
         if op == OP_CALL:
             top = bp[BP_RAS_TOP] + 1
             if top == ras_n:
@@ -210,20 +212,18 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
 
 
 @njit(cache=True)
-def _run_predictor(pc, op, size, taken, target, cfg, bht, btb_tag, btb_tgt, btb_stamp, ras, bp, out):
+def _run_predictor(pc, op, size, taken, target, cfg, bht, btb, ras, bp, out):
     kind, shift, bht_mask, ctr_max, ctr_thresh, hist_mask, sets, ways, ras_n = cfg
     for i in range(len(pc)):
         o = np.int64(op[i])
         if o == OP_BRANCH or o == OP_JUMP or o == OP_CALL or o == OP_RET:
             out[i] = predict_control(o, pc[i], np.int64(size[i]), np.int64(taken[i]), target[i], kind, shift,
                                      bht_mask, ctr_max, ctr_thresh, hist_mask, sets, ways, ras_n,
-                                     bht, btb_tag, btb_tgt, btb_stamp, ras, bp)
+                                     bht, btb, ras, bp)
 
 
 def run_predictor(config: PredictorConfig, state: PredictorState, block) -> np.ndarray:
     """Predict every control transfer of ``block`` (an InstrBlock) in order; OUT_* bits per instruction."""
     out = np.zeros(len(block), dtype=np.int64)
-    cfg = np.array(config.scalars(), dtype=np.int64)
-    _run_predictor(block.pc, block.op, block.size, block.taken, block.target, (cfg[0], cfg[1], cfg[2], cfg[3],
-                   cfg[4], cfg[5], cfg[6], cfg[7], cfg[8]), *state, out)
+    _run_predictor(block.pc, block.op, block.size, block.taken, block.target, config.scalars(), *state, out)
     return out

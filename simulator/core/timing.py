@@ -95,10 +95,10 @@ from simulator.core.predictors import OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT
     predict_control
 from simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL, \
     OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE
-from simulator.core import memport
+from simulator.core import memport, raw
 
 U64 = np.uint64
-RING = 1 << 16                 # issue-reservation ring (cycles)
+RING = 1 << 15                 # issue-reservation ring (cycles)
 HORIZON = RING // 2            # reservations are tracked this many cycles beyond dispatch
 RING_COLS = 8                  # per cycle: issues, issues per unit class (6), RS releases
 RS_COL = 7
@@ -239,12 +239,24 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 # ============================================================================ the kernel
 @njit(cache=True)
 def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq,
-             ring_tag, ring_cnt, ufree, mshr, opcount, bht, btb_tag, btb_tgt, btb_stamp, ras, bp, CT, CS,
+             ring_tag, ring_cnt, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
              start, stop, until_cycle):
     """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
     stop - start when the last retirement reached ``until_cycle`` >= 0)."""
     mv = memport.views(mem)
+    # raw views: no reference counting when the helpers below receive them
+    cfg, lat, S, rob_ring, lq_ring, sq_ring = raw.i64(cfg), raw.i64(lat), raw.i64(S), raw.i64(rob_ring), \
+        raw.i64(lq_ring), raw.i64(sq_ring)
+    fq_ring, reg_ready, reg_partial, reg_wseq = raw.i64(fq_ring), raw.i64(reg_ready), raw.i64(reg_partial), \
+        raw.i64(reg_wseq)
+    ring_tag, ring_cnt, ufree, mshr, opcount = raw.i64(ring_tag), raw.i16(ring_cnt), raw.i64(ufree), \
+        raw.i64(mshr), raw.i64(opcount)
+    bht, btb, ras, bp, CT, CS = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp), raw.i64(CT), raw.i64(CS)
+    pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a = raw.u64(pc_a), raw.u8(op_a), raw.u8(size_a), \
+        raw.i8(dst_a), raw.i8(src1_a), raw.i8(src2_a), raw.i8(areg_a)
+    maddr_a, msize_a, taken_a, target_a, flags_a = raw.u64(maddr_a), raw.u8(msize_a), raw.u8(taken_a), \
+        raw.u64(target_a), raw.u8(flags_a)
     inorder = cfg[K_INORDER] != 0
     FW = cfg[K_FW]
     DW = cfg[K_DW]
@@ -359,7 +371,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         pout = 0
         if is_ctrl:
             pout = predict_control(op, pc, size, taken, target_a[i], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
-                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb_tag, btb_tgt, btb_stamp, ras, bp)
+                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp)
             if taken:
                 CT[V.CT_TAKEN] += 1
                 fetch_break = 1
