@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -37,12 +36,6 @@ def _depth_order(platform: Platform) -> list[str]:
     return sorted(caches, key=lambda n: (d(n), list(caches).index(n)))
 
 
-@dataclass
-class Layout:
-    level_names: list[str]
-    tlb_names: list[str]
-
-
 class MemoryHierarchy:
     """The caches, TLBs and page walker of one platform, with their state."""
 
@@ -57,6 +50,7 @@ class MemoryHierarchy:
 
     # ------------------------------------------------------------------ construction
     def _build(self) -> K.MemState:
+        """Lay the state out in one flat int64 array (see :mod:`simulator.memory.kernel` for the map)."""
         p = self.platform
         names = self.level_names
         index = {nm: i for i, nm in enumerate(names)}
@@ -65,16 +59,30 @@ class MemoryHierarchy:
             raise SimulatorInputError(f"platform {p.name}: at most {K.MAX_LEVELS} cache levels are supported")
         tn = self.tlb_names
         m = len(tn)
-        if m > 16:
-            raise SimulatorInputError(f"platform {p.name}: at most 16 TLBs are supported")
-        C = np.zeros((n + m, K.NCOL), dtype=np.int64)
-        slot0 = set0 = 0
+        if m > K.MAX_TLBS:
+            raise SimulatorInputError(f"platform {p.name}: at most {K.MAX_TLBS} TLBs are supported")
+        C = np.zeros((K.MEMROW, K.NCOL), dtype=np.int64)
+        G = np.zeros(K.NG, dtype=np.int64)
+        top = K.P0 + n * K.IPT_SIZE * 4          # words allocated so far
+
+        def region(words: int) -> int:
+            """Allocate ``words`` words at a 64-byte aligned offset."""
+            nonlocal top
+            top = (top + 7) & ~7
+            at = top
+            top += words
+            return at
+
+        empty: list[tuple[int, int]] = []         # tag regions, filled with EMPTY below
         for i, name in enumerate(names):
             c = p.caches[name]
-            nsets = c.sets
-            C[i, K.C_SLOT0] = slot0
-            C[i, K.C_SET0] = set0
-            C[i, K.C_NSETS] = nsets
+            sets = c.sets * c.slices
+            slots = sets * c.associativity
+            C[i, K.C_TAG0] = region(slots)
+            empty.append((C[i, K.C_TAG0], slots))
+            C[i, K.C_META0] = region(slots * K.MW)
+            C[i, K.C_BITS0] = region(sets)
+            C[i, K.C_NSETS] = c.sets
             C[i, K.C_WAYS] = c.associativity
             C[i, K.C_WAY_BITS] = int(math.log2(c.associativity)) if c.replacement == "plru" else 0
             C[i, K.C_LINE_BITS] = int(math.log2(c.line_bytes))
@@ -100,24 +108,20 @@ class MemoryHierarchy:
                         frontier.append(u)
             C[i, K.C_ABOVE:K.C_ABOVE + K.MAX_LEVELS] = -1
             C[i, K.C_ABOVE:K.C_ABOVE + len(ups)] = sorted(ups)
-            total_sets = nsets * c.slices
-            slot0 += total_sets * c.associativity
-            set0 += total_sets
         tindex = {t: i for i, t in enumerate(tn)}
-        G = np.zeros(K.NG, dtype=np.int64)
         for i, t in enumerate(tn):
             spec = p.tlbs[t]
-            row = n + i
+            row = K.TROW0 + i
             sets = spec.entries // spec.associativity
-            C[row, K.T_SLOT0] = slot0
-            C[row, K.T_SET0] = set0
+            C[row, K.T_TAG0] = region(spec.entries)
+            empty.append((C[row, K.T_TAG0], spec.entries))
+            C[row, K.T_STAMP0] = region(spec.entries)
+            C[row, K.T_BITS0] = region(sets)
             C[row, K.T_NSETS] = sets
             C[row, K.T_WAYS] = spec.associativity
             C[row, K.T_POLICY] = REPLACEMENT[spec.replacement]
             C[row, K.T_WAY_BITS] = int(math.log2(spec.associativity)) if spec.replacement == "plru" else 0
-            G[K.G_TLB_LAT0 + i] = spec.latency_cycles
-            slot0 += spec.entries
-            set0 += sets
+            C[row, K.T_LAT] = spec.latency_cycles
 
         G[K.G_L1I] = index[p.top_cache("instruction")]
         G[K.G_L1D] = index[p.top_cache("data")]
@@ -142,24 +146,21 @@ class MemoryHierarchy:
         G[K.G_SALT] = int(rng.integers(0, 2**62))
         G[K.G_RNG] = int(rng.integers(1, 2**62))
         G[K.G_NLEVELS] = n
+        G[K.G_NTLBS] = m
         G[K.G_MEM_LAT] = p.memory.latency_cycles
-        G[K.G_TROW0] = n
-        G[K.G_MEMROW] = n + m
-        G[K.G_SCRROW] = n + m + 1
-        G[K.G_FRAMEROW] = n + m + 2
         G[K.G_IP_STRIDE] = int(any(C[i, K.C_PF_KIND] & K.PF_IP_STRIDE for i in range(n)))
+        top = (top + 7) & ~7
+        G[K.G_SIZE] = top
 
-        # tags, then the PLRU bits of every set (C[.., C_SET0] / T_SET0 index the latter)
-        T = np.zeros(slot0 + set0, dtype=np.uint64)
-        T[:slot0] = K.EMPTY
-        C[:n, K.C_SET0] += slot0
-        C[n:n + m, K.T_SET0] += slot0
-        M = np.zeros((max(1, slot0), 4), dtype=np.uint64)
-        N = np.zeros((n + m + 2 + K.MAX_LEVELS, K.NCOL), dtype=np.int64)
-        N[:n, K.CN_LAST] = -1
-        N[n:n + m, K.TN_LAST] = -1
-        P = np.zeros((n, K.IPT_SIZE, 4), dtype=np.int64)
-        return K.MemState(C=C, G=G, T=T, M=M, N=N, P=P)
+        # one 64-byte aligned buffer (the view keeps its base alive)
+        raw = np.zeros(top + 8, dtype=np.int64)
+        off = (-raw.ctypes.data % 64) // 8
+        S = raw[off:off + top]
+        S[:K.NG] = G
+        S[K.C0:K.N0] = C.ravel()
+        for at, words in empty:
+            S[at:at + words] = -1             # EMPTY tags
+        return K.MemState(S=S)
 
     # ------------------------------------------------------------------ running
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
@@ -184,8 +185,8 @@ class MemoryHierarchy:
     # ------------------------------------------------------------------ results
     def counters(self) -> dict:
         """Counters per cache level, per TLB and for memory, keyed by the platform file's names."""
-        N = self.state.N
-        G = self.state.G
+        v = K.views(self.state.S)
+        N = v.N
         levels = {}
         demand = [K.SRC_IFETCH, K.SRC_LOAD, K.SRC_STORE, K.SRC_WALK]
         for i, name in enumerate(self.level_names):
@@ -212,12 +213,12 @@ class MemoryHierarchy:
             levels[name] = row
         tlbs = {}
         for i, name in enumerate(self.tlb_names):
-            c = N[G[K.G_TROW0] + i]
+            c = N[K.TROW0 + i]
             tlbs[name] = {"accesses": int(c[K.TN_ACC]), "misses": int(c[K.TN_MISS]),
                           "hits": int(c[K.TN_ACC] - c[K.TN_MISS]), "walks": int(c[K.TN_WALKS]),
                           "walk_memory_accesses": int(c[K.TN_WALK_ACC]),
                           "walk_accesses_to_memory": int(c[K.TN_WALK_MEM])}
-        mem = N[G[K.G_MEMROW]]
+        mem = N[K.MEMROW]
         memory = {f"{SRC_NAMES[s]}_reads": int(mem[s]) for s in range(K.NSRC) if s != K.SRC_WRITEBACK}
         memory["reads"] = int(sum(mem[:K.NSRC]))
         memory["writes"] = int(mem[K.MEM_WRITES])
