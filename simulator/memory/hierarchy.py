@@ -22,6 +22,22 @@ from simulator.platform import Platform
 SRC_NAMES = ("instr", "load", "store", "walk", "prefetch", "writeback")
 
 
+def _plru_table(ways: int) -> list[int]:
+    """Per way: the AND mask and the OR mask that make every tree-PLRU node on the way's path point
+    away from it (node 1 is the root; the children of node k are 2k and 2k+1)."""
+    bits = int(math.log2(ways))
+    out: list[int] = []
+    for way in range(ways):
+        node, clear, set_ = 1, 0, 0
+        for level in range(bits):
+            d = (way >> (bits - 1 - level)) & 1
+            clear |= 1 << node
+            set_ |= (1 - d) << node
+            node = 2 * node + d
+        out += [~clear & (2**64 - 1), set_]
+    return [v - 2**64 if v >= 2**63 else v for v in out]      # as int64 bit patterns
+
+
 def _depth_order(platform: Platform) -> list[str]:
     """Cache level names ordered so that every level comes after all levels that feed it."""
     caches = platform.caches
@@ -74,6 +90,7 @@ class MemoryHierarchy:
             return at
 
         empty: list[tuple[int, int]] = []         # tag regions, filled with EMPTY below
+        tables: list[tuple[int, list[int]]] = []  # PLRU touch tables
         for i, name in enumerate(names):
             c = p.caches[name]
             sets = c.sets * c.slices
@@ -82,6 +99,9 @@ class MemoryHierarchy:
             empty.append((C[i, K.C_TAG0], slots))
             C[i, K.C_META0] = region(slots * K.MW)
             C[i, K.C_BITS0] = region(sets)
+            if c.replacement == "plru":
+                C[i, K.C_PLRU0] = region(2 * c.associativity)
+                tables.append((C[i, K.C_PLRU0], _plru_table(c.associativity)))
             C[i, K.C_NSETS] = c.sets
             C[i, K.C_WAYS] = c.associativity
             C[i, K.C_WAY_BITS] = int(math.log2(c.associativity)) if c.replacement == "plru" else 0
@@ -117,6 +137,9 @@ class MemoryHierarchy:
             empty.append((C[row, K.T_TAG0], spec.entries))
             C[row, K.T_STAMP0] = region(spec.entries)
             C[row, K.T_BITS0] = region(sets)
+            if spec.replacement == "plru":
+                C[row, K.T_PLRU0] = region(2 * spec.associativity)
+                tables.append((C[row, K.T_PLRU0], _plru_table(spec.associativity)))
             C[row, K.T_NSETS] = sets
             C[row, K.T_WAYS] = spec.associativity
             C[row, K.T_POLICY] = REPLACEMENT[spec.replacement]
@@ -160,6 +183,8 @@ class MemoryHierarchy:
         S[K.C0:K.N0] = C.ravel()
         for at, words in empty:
             S[at:at + words] = -1             # EMPTY tags
+        for at, table in tables:
+            S[at:at + len(table)] = table
         return K.MemState(S=S)
 
     # ------------------------------------------------------------------ running

@@ -15,8 +15,9 @@ Layout of ``S`` (word offsets; rows have ``NCOL`` columns):
                        ``SCRROW`` and the fill-path frames ``FRAMEROW + d``
 ``[P0, ...)``          IP-stride prefetcher tables: ``[level, IPT_SIZE, 4]``
 then per level and TLB, at the absolute offsets held in its C row: tags (the ways of a set adjacent,
-64-byte aligned), per-slot metadata (``MW`` words: valid, dirty, prefetched sector masks, stamp) and
-tree-PLRU bits (one word per set).
+64-byte aligned), per-slot metadata (``MW`` words: valid, dirty, prefetched sector masks, stamp),
+tree-PLRU bits (one word per set) and the PLRU touch table (per way: the AND mask and the OR mask that
+point every node on the way's path away from it).
 
 Other numba code (the core timing model) calls :func:`data_access` and :func:`fetch_access` per
 instruction with the state array first; after each call the scratch words ``S[SCR_LEVEL]``,
@@ -80,12 +81,12 @@ IPT_SIZE = 256                    # IP-stride table entries per level: [pc, last
 MW = 4                            # metadata words per cache slot
 
 # ---- cache configuration columns (C row = level) ------------------------------------------------
-(C_TAG0, C_META0, C_BITS0, C_NSETS, C_WAYS, C_LINE_BITS, C_SECTOR_BITS, C_NSECT, C_POLICY, C_WRITE_BACK,
- C_WRITE_ALLOC, C_INCLUSIVE, C_NEXT, C_PF_KIND, C_PF_DEGREE, C_SLICES, C_WAY_BITS, C_LAT) = range(18)
-C_ABOVE = 18                      # C_ABOVE .. C_ABOVE+MAX_LEVELS-1: every level above (transitively), -1 ends
+(C_TAG0, C_META0, C_BITS0, C_PLRU0, C_NSETS, C_WAYS, C_LINE_BITS, C_SECTOR_BITS, C_NSECT, C_POLICY,
+ C_WRITE_BACK, C_WRITE_ALLOC, C_INCLUSIVE, C_NEXT, C_PF_KIND, C_PF_DEGREE, C_SLICES, C_WAY_BITS, C_LAT) = range(19)
+C_ABOVE = 19                      # C_ABOVE .. C_ABOVE+MAX_LEVELS-1: every level above (transitively), -1 ends
 
 # ---- TLB configuration columns (C row = TROW0 + t) ---------------------------------------------
-T_TAG0, T_STAMP0, T_BITS0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT = range(8)
+T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT = range(9)
 
 # ---- metadata words of a cache slot ------------------------------------------------------------
 M_VALID, M_DIRTY, M_PREF, M_STAMP = range(4)
@@ -265,16 +266,9 @@ def _find(s, tag0, ways, line):
 
 
 @njit(cache=True)
-def _plru_touch(s, bi, way, way_bits):
-    # branch-free: each node on the path points away from the touched way
-    bits = _ldu(s, bi)
-    node = 1
-    for level in range(way_bits):
-        d = (way >> (way_bits - 1 - level)) & 1
-        m = U64(1) << U64(node)
-        bits = (bits & ~m) | (m * U64(1 - d))
-        node = 2 * node + d
-    _st(s, bi, bits)
+def _plru_touch(s, table, bi, way):
+    # branch- and loop-free: every node on the way's path points away from it (masks built by the builder)
+    _st(s, bi, (_ldu(s, bi) & _ldu(s, table + 2 * way)) | _ldu(s, table + 2 * way + 1))
 
 
 @njit(cache=True)
@@ -298,27 +292,31 @@ def _touch(s, lvl, slot, set_id, way):
         _st(s, N0 + lvl * NCOL + CN_CLOCK, clock)
         _st(s, _ld(s, c + C_META0) + slot * MW + M_STAMP, clock)
     elif policy == 1:    # tree PLRU
-        _plru_touch(s, _ld(s, c + C_BITS0) + set_id, way, _ld(s, c + C_WAY_BITS))
+        _plru_touch(s, _ld(s, c + C_PLRU0), _ld(s, c + C_BITS0) + set_id, way)
     # FIFO and random: a hit changes nothing
 
 
 @njit(cache=True)
 def _victim(s, lvl, slot0, set_id, ways):
+    """The way to evict: an invalid way first (the lowest), else by the replacement policy."""
     c = C0 + lvl * NCOL
     m0 = _ld(s, c + C_META0) + slot0 * MW
-    for w in range(ways):                  # an invalid way first
+    policy = _ld(s, c + C_POLICY)
+    if policy == 0 or policy == 2:
+        # LRU / FIFO: the oldest stamp; an invalid way has key 0, below every stamp (stamps start at 1),
+        # and the first of equal keys wins, so this is also "the lowest invalid way first"
+        way = 0
+        best = _ld(s, m0 + M_STAMP) if _ld(s, m0 + M_VALID) != 0 else 0
+        for w in range(1, ways):
+            m = m0 + w * MW
+            key = _ld(s, m + M_STAMP) if _ld(s, m + M_VALID) != 0 else 0
+            if key < best:
+                best = key
+                way = w
+        return way
+    for w in range(ways):
         if _ld(s, m0 + w * MW + M_VALID) == 0:
             return w
-    policy = _ld(s, c + C_POLICY)
-    if policy == 0 or policy == 2:         # LRU / FIFO: the oldest stamp
-        best = 0
-        best_stamp = _ld(s, m0 + M_STAMP)
-        for w in range(1, ways):
-            st = _ld(s, m0 + w * MW + M_STAMP)
-            if st < best_stamp:
-                best_stamp = st
-                best = w
-        return best
     if policy == 1:
         return _plru_victim(s, _ld(s, c + C_BITS0) + set_id, _ld(s, c + C_WAY_BITS))
     return I64(_rand(s) % U64(ways))
@@ -400,7 +398,7 @@ def _install(s, lvl, line, set_id, slot0, mask, dirty_mask, pref_mask):
         _st(s, n + CN_CLOCK, clock)
         _st(s, m + M_STAMP, clock)
     elif policy == 1:
-        _plru_touch(s, _ld(s, c + C_BITS0) + set_id, way, _ld(s, c + C_WAY_BITS))
+        _plru_touch(s, _ld(s, c + C_PLRU0), _ld(s, c + C_BITS0) + set_id, way)
     return slot, wb_addr, wb_bytes
 
 
@@ -703,6 +701,17 @@ def phys(s, vaddr, page_bits):
     return (pfn << pb) | (vaddr & ((U64(1) << pb) - U64(1)))
 
 
+@njit(cache=True, inline="always")
+def _tlb_touch(s, c, clock, stamp0, bits, way):
+    """Replacement-state update of a TLB hit at ``way`` (C row ``c``)."""
+    policy = _ld(s, c + T_POLICY)
+    if policy == 0:
+        _add(s, clock, 1)
+        _st(s, stamp0 + way, _ld(s, clock))
+    elif policy == 1:
+        _plru_touch(s, _ld(s, c + T_PLRU0), bits, way)
+
+
 @njit(cache=True)
 def _tlb_lookup(s, t, vpn):
     """Look ``vpn`` up in TLB ``t``, installing it on a miss.  Returns True on a hit."""
@@ -711,37 +720,38 @@ def _tlb_lookup(s, t, vpn):
     set_id = I64(vpn & U64(_ld(s, c + T_NSETS) - 1))
     tag0 = _ld(s, c + T_TAG0) + set_id * ways
     stamp0 = _ld(s, c + T_STAMP0) + set_id * ways
+    bits = _ld(s, c + T_BITS0) + set_id
     clock = N0 + (TROW0 + t) * NCOL + TN_CLOCK
+    w = _find(s, tag0, ways, vpn)
+    if w >= 0:
+        _tlb_touch(s, c, clock, stamp0, bits, w)
+        return True
     policy = _ld(s, c + T_POLICY)
-    for w in range(ways):
-        if _ldu(s, tag0 + w) == vpn:
-            if policy == 0:
-                _add(s, clock, 1)
-                _st(s, stamp0 + w, _ld(s, clock))
-            elif policy == 1:
-                _plru_touch(s, _ld(s, c + T_BITS0) + set_id, w, _ld(s, c + T_WAY_BITS))
-            return True
-    victim = -1
-    for w in range(ways):
-        if _ldu(s, tag0 + w) == EMPTY:
-            victim = w
-            break
-    if victim < 0:
-        if policy == 0 or policy == 2:
-            victim = 0
-            for w in range(1, ways):
-                if _ld(s, stamp0 + w) < _ld(s, stamp0 + victim):
-                    victim = w
-        elif policy == 1:
-            victim = _plru_victim(s, _ld(s, c + T_BITS0) + set_id, _ld(s, c + T_WAY_BITS))
-        else:
-            victim = I64(_rand(s) % U64(ways))
-    _st(s, tag0 + victim, vpn)
     if policy == 0 or policy == 2:
+        # the oldest stamp, an empty entry (key 0) first: entries are never invalidated, stamps start at 1
+        victim = 0
+        best = _ld(s, stamp0) if _ldu(s, tag0) != EMPTY else 0
+        for w in range(1, ways):
+            key = _ld(s, stamp0 + w) if _ldu(s, tag0 + w) != EMPTY else 0
+            if key < best:
+                best = key
+                victim = w
         _add(s, clock, 1)
         _st(s, stamp0 + victim, _ld(s, clock))
-    elif policy == 1:
-        _plru_touch(s, _ld(s, c + T_BITS0) + set_id, victim, _ld(s, c + T_WAY_BITS))
+    else:
+        victim = -1
+        for w in range(ways):
+            if _ldu(s, tag0 + w) == EMPTY:
+                victim = w
+                break
+        if victim < 0:
+            if policy == 1:
+                victim = _plru_victim(s, bits, _ld(s, c + T_WAY_BITS))
+            else:
+                victim = I64(_rand(s) % U64(ways))
+        if policy == 1:
+            _plru_touch(s, _ld(s, c + T_PLRU0), bits, victim)
+    _st(s, tag0 + victim, vpn)
     return False
 
 
@@ -823,32 +833,16 @@ def translate(s, vaddr, t0, t1, page_bits):
 
 # ============================================================================ top-level accesses
 @njit(cache=True)
-def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
-    """A demand access from the core: translation, then the first cache level, with the straddling
-    rule applied to both pages and lines.  Returns the supplying level; the scratch row holds the TLB
-    outcome and the walk's loads and cycles."""
-    _st(s, SCR + S_WALK_LOADS, 0)
-    _st(s, SCR + S_WALK_CYCLES, 0)
-    if size < 1:
-        size = 1
-    vlast = vaddr + U64(size - 1)
-    pb = U64(page_bits)
-    tlb = 0
-    if t0 >= 0:
-        tlb = translate(s, vaddr, t0, t1, page_bits)
-        if (vlast >> pb) != (vaddr >> pb):
-            r2 = translate(s, vlast, t0, t1, page_bits)
-            if r2 > tlb:
-                tlb = r2
-    _st(s, SCR + S_TLB, tlb)
-    p0 = phys(s, vaddr, page_bits)
-    p1 = phys(s, vlast, page_bits)
+def _cache_access(s, lvl, p0, p1, src, write):
+    """The cache part of a demand access of physical bytes [p0, p1] at first level ``lvl``, with the
+    straddling rule.  Returns the supplying level (also left in the scratch row)."""
     lb = U64(_ld(s, C0 + lvl * NCOL + C_LINE_BITS))
     line0 = p0 >> lb
     line1 = p1 >> lb
     if line0 == line1:
-        r = request(s, lvl, p0, size, src, write, True, True)
-        _prefetch_after_demand(s)
+        r = request(s, lvl, p0, I64(p1 - p0) + 1, src, write, True, True)
+        if _ld(s, SCR + S_NMISSED) != 0:
+            _prefetch_after_demand(s)
     else:
         # straddling access: one access, a miss if either line misses
         cn = N0 + lvl * NCOL
@@ -867,52 +861,71 @@ def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
     return r
 
 
+@njit(cache=True)
+def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
+    """A demand access from the core: translation, then the first cache level, with the straddling
+    rule applied to both pages and lines.  Returns the supplying level; the scratch row holds the TLB
+    outcome and the walk's loads and cycles."""
+    _st(s, SCR + S_WALK_LOADS, 0)
+    _st(s, SCR + S_WALK_CYCLES, 0)
+    if size < 1:
+        size = 1
+    vlast = vaddr + U64(size - 1)
+    pb = U64(page_bits)
+    tlb = 0
+    if t0 >= 0:
+        tlb = translate(s, vaddr, t0, t1, page_bits)
+        if (vlast >> pb) != (vaddr >> pb):
+            r2 = translate(s, vlast, t0, t1, page_bits)
+            if r2 > tlb:
+                tlb = r2
+    _st(s, SCR + S_TLB, tlb)
+    return _cache_access(s, lvl, phys(s, vaddr, page_bits), phys(s, vlast, page_bits), src, write)
+
+
 @njit(cache=True, inline="always")
-def _fast(s, lvl, t0, vaddr, size, src, write, page_bits):
-    """The common case, inline and without a call: the access stays within one page and one line, hits
-    the first TLB and hits the first cache level (which, for a write, is write-back).  Returns the level,
-    or -1 when the full path is needed; then no counter has moved, and the only state touched is the
-    replacement state of the TLB entry, which the full path touches again (an idempotent repeat)."""
+def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
+    """A demand access, with the common case inline and without a call: the access stays within one
+    page, hits the first TLB (then only the cache part follows) and, within one line, hits the first
+    cache level (which, for a write, is write-back)."""
     if t0 < 0 or size < 1:
-        return -1
+        return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
     pb = U64(page_bits)
     vlast = vaddr + U64(size - 1)
     vpn = vaddr >> pb
     if (vlast >> pb) != vpn:
-        return -1
+        return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
     tc = C0 + (TROW0 + t0) * NCOL
     tways = _ld(s, tc + T_WAYS)
     tset = I64(vpn & U64(_ld(s, tc + T_NSETS) - 1))
     tw = _find(s, _ld(s, tc + T_TAG0) + tset * tways, tways, vpn)
     if tw < 0:
-        return -1
-    tpolicy = _ld(s, tc + T_POLICY)
-    if tpolicy == 0:
-        clock = N0 + (TROW0 + t0) * NCOL + TN_CLOCK
-        _add(s, clock, 1)
-        _st(s, _ld(s, tc + T_STAMP0) + tset * tways + tw, _ld(s, clock))
-    elif tpolicy == 1:
-        _plru_touch(s, _ld(s, tc + T_BITS0) + tset, tw, _ld(s, tc + T_WAY_BITS))
-    c = C0 + lvl * NCOL
-    if write and _ld(s, c + C_WRITE_BACK) == 0:
-        return -1
+        return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
+    # first-level TLB hit: as translate() would count it
+    tn = N0 + (TROW0 + t0) * NCOL
+    _add(s, tn + TN_ACC, 1)
+    _tlb_touch(s, tc, tn + TN_CLOCK, _ld(s, tc + T_STAMP0) + tset * tways, _ld(s, tc + T_BITS0) + tset, tw)
+    _st(s, SCR + S_TLB, 0)
+    _st(s, SCR + S_WALK_LOADS, 0)
+    _st(s, SCR + S_WALK_CYCLES, 0)
     p0 = phys(s, vaddr, page_bits)
+    p1 = p0 + U64(size - 1)                  # the same page: the same frame
+    c = C0 + lvl * NCOL
     lb = U64(_ld(s, c + C_LINE_BITS))
     line = p0 >> lb
-    if ((p0 + U64(size - 1)) >> lb) != line:
-        return -1
+    if (p1 >> lb) != line or (write and _ld(s, c + C_WRITE_BACK) == 0):
+        return _cache_access(s, lvl, p0, p1, src, write)
     set_id = _set_of(s, lvl, line)
     ways = _ld(s, c + C_WAYS)
     slot0 = set_id * ways
     w = _find(s, _ld(s, c + C_TAG0) + slot0, ways, line)
     if w < 0:
-        return -1
+        return _cache_access(s, lvl, p0, p1, src, write)
     slot = slot0 + w
     m = _ld(s, c + C_META0) + slot * MW
     mask = _sector_mask(p0, size, _ld(s, c + C_SECTOR_BITS), _ld(s, c + C_NSECT))
     if (_ldu(s, m + M_VALID) & mask) != mask:
-        return -1
-    _add(s, N0 + (TROW0 + t0) * NCOL + TN_ACC, 1)
+        return _cache_access(s, lvl, p0, p1, src, write)
     _add(s, N0 + lvl * NCOL + CN_ACC + src, 1)
     _touch(s, lvl, slot, set_id, w)
     if _ldu(s, m + M_PREF) & mask:
@@ -921,21 +934,13 @@ def _fast(s, lvl, t0, vaddr, size, src, write, page_bits):
     if write:
         _st(s, m + M_DIRTY, _ldu(s, m + M_DIRTY) | mask)
     _st(s, SCR + S_LEVEL, lvl)
-    _st(s, SCR + S_TLB, 0)
-    _st(s, SCR + S_WALK_LOADS, 0)
-    _st(s, SCR + S_WALK_CYCLES, 0)
     return lvl
 
 
 @njit(cache=True, inline="always")
 def _fetch(s, vaddr, size):
-    l1 = _ld(s, G_L1I)
-    pb = _ld(s, G_IPAGE_BITS)
-    t0 = _ld(s, G_ITLB0)
-    r = _fast(s, l1, t0, vaddr, size, SRC_IFETCH, False, pb)
-    if r >= 0:
-        return r
-    return _top_access(s, l1, t0, _ld(s, G_ITLB1), vaddr, size, SRC_IFETCH, False, pb)
+    return _access(s, _ld(s, G_L1I), _ld(s, G_ITLB0), _ld(s, G_ITLB1), vaddr, size, SRC_IFETCH, False,
+                   _ld(s, G_IPAGE_BITS))
 
 
 @njit(cache=True)
@@ -951,12 +956,8 @@ def _train_prefetchers(s, vaddr, pc):
 def _data(s, vaddr, size, kind, pc):
     write = kind != K_LOAD
     src = SRC_STORE if kind == K_STORE else SRC_LOAD
-    l1 = _ld(s, G_L1D)
-    pb = _ld(s, G_PAGE_BITS)
-    t0 = _ld(s, G_DTLB0)
-    r = _fast(s, l1, t0, vaddr, size, src, write, pb)
-    if r < 0:
-        r = _top_access(s, l1, t0, _ld(s, G_DTLB1), vaddr, size, src, write, pb)
+    r = _access(s, _ld(s, G_L1D), _ld(s, G_DTLB0), _ld(s, G_DTLB1), vaddr, size, src, write,
+                _ld(s, G_PAGE_BITS))
     if src == SRC_LOAD and _ld(s, G_IP_STRIDE) != 0:
         _train_prefetchers(s, vaddr, pc)
     return r
