@@ -16,6 +16,7 @@ import numpy as np
 
 from simulator.errors import SimulatorInputError
 from simulator.memory import kernel as K
+from simulator.memory import state as L
 from simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
 from simulator.platform import Platform
 
@@ -65,21 +66,21 @@ class MemoryHierarchy:
         self.accesses = 0
 
     # ------------------------------------------------------------------ construction
-    def _build(self) -> K.MemState:
+    def _build(self) -> L.MemState:
         """Lay the state out in one flat int64 array (see :mod:`simulator.memory.kernel` for the map)."""
         p = self.platform
         names = self.level_names
         index = {nm: i for i, nm in enumerate(names)}
         n = len(names)
-        if n > K.MAX_LEVELS:
-            raise SimulatorInputError(f"platform {p.name}: at most {K.MAX_LEVELS} cache levels are supported")
+        if n > L.MAX_LEVELS:
+            raise SimulatorInputError(f"platform {p.name}: at most {L.MAX_LEVELS} cache levels are supported")
         tn = self.tlb_names
         m = len(tn)
-        if m > K.MAX_TLBS:
-            raise SimulatorInputError(f"platform {p.name}: at most {K.MAX_TLBS} TLBs are supported")
-        C = np.zeros((K.MEMROW, K.NCOL), dtype=np.int64)
-        G = np.zeros(K.NG, dtype=np.int64)
-        top = K.P0 + n * K.IPT_SIZE * 4          # words allocated so far
+        if m > L.MAX_TLBS:
+            raise SimulatorInputError(f"platform {p.name}: at most {L.MAX_TLBS} TLBs are supported")
+        C = np.zeros((L.MEMROW, L.NCOL), dtype=np.int64)
+        G = np.zeros(L.NG, dtype=np.int64)
+        top = L.P0 + n * L.IPT_SIZE * 4          # words allocated so far
 
         def region(words: int) -> int:
             """Allocate ``words`` words at a 64-byte aligned offset."""
@@ -95,28 +96,28 @@ class MemoryHierarchy:
             c = p.caches[name]
             sets = c.sets * c.slices
             slots = sets * c.associativity
-            C[i, K.C_TAG0] = region(slots)
-            empty.append((C[i, K.C_TAG0], slots))
-            C[i, K.C_META0] = region(slots * K.MW)
-            C[i, K.C_BITS0] = region(sets)
+            C[i, L.C_TAG0] = region(slots + 4)              # + spare words: tags compare four at a time
+            empty.append((C[i, L.C_TAG0], slots + 4))
+            C[i, L.C_META0] = region(slots * L.MW)
+            C[i, L.C_BITS0] = region(sets)
             if c.replacement == "plru":
-                C[i, K.C_PLRU0] = region(2 * c.associativity)
-                tables.append((C[i, K.C_PLRU0], _plru_table(c.associativity)))
-            C[i, K.C_NSETS] = c.sets
-            C[i, K.C_WAYS] = c.associativity
-            C[i, K.C_WAY_BITS] = int(math.log2(c.associativity)) if c.replacement == "plru" else 0
-            C[i, K.C_LINE_BITS] = int(math.log2(c.line_bytes))
-            C[i, K.C_SECTOR_BITS] = int(math.log2(c.sector_bytes or c.line_bytes))
-            C[i, K.C_NSECT] = c.sectors
-            C[i, K.C_POLICY] = REPLACEMENT[c.replacement]
-            C[i, K.C_WRITE_BACK] = int(c.write_policy == "write_back")
-            C[i, K.C_WRITE_ALLOC] = int(c.write_allocate)
-            C[i, K.C_INCLUSIVE] = int(c.inclusion == "inclusive")
-            C[i, K.C_NEXT] = -1 if c.next_level == "memory" else index[c.next_level]
-            C[i, K.C_PF_KIND] = sum(1 << (PREFETCHERS[pf] - 1) for pf in set(c.prefetchers) if PREFETCHERS[pf])
-            C[i, K.C_PF_DEGREE] = c.prefetch_degree
-            C[i, K.C_SLICES] = c.slices
-            C[i, K.C_LAT] = c.latency_cycles
+                C[i, L.C_PLRU0] = region(2 * c.associativity)
+                tables.append((C[i, L.C_PLRU0], _plru_table(c.associativity)))
+            C[i, L.C_NSETS] = c.sets
+            C[i, L.C_WAYS] = c.associativity
+            C[i, L.C_WAY_BITS] = int(math.log2(c.associativity)) if c.replacement == "plru" else 0
+            C[i, L.C_LINE_BITS] = int(math.log2(c.line_bytes))
+            C[i, L.C_SECTOR_BITS] = int(math.log2(c.sector_bytes or c.line_bytes))
+            C[i, L.C_NSECT] = c.sectors
+            C[i, L.C_POLICY] = REPLACEMENT[c.replacement]
+            C[i, L.C_WRITE_BACK] = int(c.write_policy == "write_back")
+            C[i, L.C_WRITE_ALLOC] = int(c.write_allocate)
+            C[i, L.C_INCLUSIVE] = int(c.inclusion == "inclusive")
+            C[i, L.C_NEXT] = -1 if c.next_level == "memory" else index[c.next_level]
+            C[i, L.C_PF_KIND] = sum(1 << (PREFETCHERS[pf] - 1) for pf in set(c.prefetchers) if PREFETCHERS[pf])
+            C[i, L.C_PF_DEGREE] = c.prefetch_degree
+            C[i, L.C_SLICES] = c.slices
+            C[i, L.C_LAT] = c.latency_cycles
             # every level above this one (transitively), for back-invalidation by inclusive levels
             ups: list[int] = []
             frontier = [name]
@@ -126,66 +127,66 @@ class MemoryHierarchy:
                     if cu.next_level == cur and index[u] not in ups:
                         ups.append(index[u])
                         frontier.append(u)
-            C[i, K.C_ABOVE:K.C_ABOVE + K.MAX_LEVELS] = -1
-            C[i, K.C_ABOVE:K.C_ABOVE + len(ups)] = sorted(ups)
+            C[i, L.C_ABOVE:L.C_ABOVE + L.MAX_LEVELS] = -1
+            C[i, L.C_ABOVE:L.C_ABOVE + len(ups)] = sorted(ups)
         tindex = {t: i for i, t in enumerate(tn)}
         for i, t in enumerate(tn):
             spec = p.tlbs[t]
-            row = K.TROW0 + i
+            row = L.TROW0 + i
             sets = spec.entries // spec.associativity
-            C[row, K.T_TAG0] = region(spec.entries)
-            empty.append((C[row, K.T_TAG0], spec.entries))
-            C[row, K.T_STAMP0] = region(spec.entries)
-            C[row, K.T_BITS0] = region(sets)
+            C[row, L.T_TAG0] = region(spec.entries + 4)
+            empty.append((C[row, L.T_TAG0], spec.entries + 4))
+            C[row, L.T_STAMP0] = region(spec.entries)
+            C[row, L.T_BITS0] = region(sets)
             if spec.replacement == "plru":
-                C[row, K.T_PLRU0] = region(2 * spec.associativity)
-                tables.append((C[row, K.T_PLRU0], _plru_table(spec.associativity)))
-            C[row, K.T_NSETS] = sets
-            C[row, K.T_WAYS] = spec.associativity
-            C[row, K.T_POLICY] = REPLACEMENT[spec.replacement]
-            C[row, K.T_WAY_BITS] = int(math.log2(spec.associativity)) if spec.replacement == "plru" else 0
-            C[row, K.T_LAT] = spec.latency_cycles
+                C[row, L.T_PLRU0] = region(2 * spec.associativity)
+                tables.append((C[row, L.T_PLRU0], _plru_table(spec.associativity)))
+            C[row, L.T_NSETS] = sets
+            C[row, L.T_WAYS] = spec.associativity
+            C[row, L.T_POLICY] = REPLACEMENT[spec.replacement]
+            C[row, L.T_WAY_BITS] = int(math.log2(spec.associativity)) if spec.replacement == "plru" else 0
+            C[row, L.T_LAT] = spec.latency_cycles
 
-        G[K.G_L1I] = index[p.top_cache("instruction")]
-        G[K.G_L1D] = index[p.top_cache("data")]
+        G[L.G_L1I] = index[p.top_cache("instruction")]
+        G[L.G_L1D] = index[p.top_cache("data")]
         ichain = [tindex[t] for t in p.tlb_chain("instruction")] + [-1, -1]
         dchain = [tindex[t] for t in p.tlb_chain("data")] + [-1, -1]
-        G[K.G_ITLB0], G[K.G_ITLB1] = ichain[0], ichain[1]
-        G[K.G_DTLB0], G[K.G_DTLB1] = dchain[0], dchain[1]
-        G[K.G_PAGE_BITS] = int(math.log2(p.memory.page_kb * 1024))
-        G[K.G_IPAGE_BITS] = int(math.log2(p.memory.code_page_kb * 1024))
-        G[K.G_IWALK_LEVELS] = p.walk_levels("instruction")
+        G[L.G_ITLB0], G[L.G_ITLB1] = ichain[0], ichain[1]
+        G[L.G_DTLB0], G[L.G_DTLB1] = dchain[0], dchain[1]
+        G[L.G_PAGE_BITS] = int(math.log2(p.memory.page_kb * 1024))
+        G[L.G_IPAGE_BITS] = int(math.log2(p.memory.code_page_kb * 1024))
+        G[L.G_IWALK_LEVELS] = p.walk_levels("instruction")
         w = p.page_walk
-        G[K.G_WALK_KIND] = WALKS[w.kind]
-        G[K.G_WALK_LEVELS] = p.walk_levels()
-        G[K.G_WALK_BITS] = w.bits_per_level
-        G[K.G_WALK_LEVEL] = index[w.cache_level]
-        G[K.G_WALK_CACHED] = min(w.cached_levels, p.walk_levels() - 1)
-        G[K.G_WALK_POLLUTE] = int(w.pollute)
-        G[K.G_HTAB_PTEGS] = w.htab_kb * 1024 // 64
-        G[K.G_PTE_BYTES] = w.pte_bytes
-        G[K.G_MAPPING] = PAGE_MAPPINGS[p.memory.page_mapping]
+        G[L.G_WALK_KIND] = WALKS[w.kind]
+        G[L.G_WALK_LEVELS] = p.walk_levels()
+        G[L.G_WALK_BITS] = w.bits_per_level
+        G[L.G_WALK_LEVEL] = index[w.cache_level]
+        G[L.G_WALK_CACHED] = min(w.cached_levels, p.walk_levels() - 1)
+        G[L.G_WALK_POLLUTE] = int(w.pollute)
+        G[L.G_HTAB_PTEGS] = w.htab_kb * 1024 // 64
+        G[L.G_PTE_BYTES] = w.pte_bytes
+        G[L.G_MAPPING] = PAGE_MAPPINGS[p.memory.page_mapping]
         rng = np.random.default_rng(self.seed)
-        G[K.G_SALT] = int(rng.integers(0, 2**62))
-        G[K.G_RNG] = int(rng.integers(1, 2**62))
-        G[K.G_NLEVELS] = n
-        G[K.G_NTLBS] = m
-        G[K.G_MEM_LAT] = p.memory.latency_cycles
-        G[K.G_IP_STRIDE] = int(any(C[i, K.C_PF_KIND] & K.PF_IP_STRIDE for i in range(n)))
+        G[L.G_SALT] = int(rng.integers(0, 2**62))
+        G[L.G_RNG] = int(rng.integers(1, 2**62))
+        G[L.G_NLEVELS] = n
+        G[L.G_NTLBS] = m
+        G[L.G_MEM_LAT] = p.memory.latency_cycles
+        G[L.G_IP_STRIDE] = int(any(C[i, L.C_PF_KIND] & L.PF_IP_STRIDE for i in range(n)))
         top = (top + 7) & ~7
-        G[K.G_SIZE] = top
+        G[L.G_SIZE] = top
 
         # one 64-byte aligned buffer (the view keeps its base alive)
         raw = np.zeros(top + 8, dtype=np.int64)
         off = (-raw.ctypes.data % 64) // 8
         S = raw[off:off + top]
-        S[:K.NG] = G
-        S[K.C0:K.N0] = C.ravel()
+        S[:L.NG] = G
+        S[L.C0:L.N0] = C.ravel()
         for at, words in empty:
             S[at:at + words] = -1             # EMPTY tags
         for at, table in tables:
             S[at:at + len(table)] = table
-        return K.MemState(S=S)
+        return L.MemState(S=S)
 
     # ------------------------------------------------------------------ running
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
@@ -210,41 +211,41 @@ class MemoryHierarchy:
     # ------------------------------------------------------------------ results
     def counters(self) -> dict:
         """Counters per cache level, per TLB and for memory, keyed by the platform file's names."""
-        v = K.views(self.state.S)
+        v = L.views(self.state.S)
         N = v.N
         levels = {}
-        demand = [K.SRC_IFETCH, K.SRC_LOAD, K.SRC_STORE, K.SRC_WALK]
+        demand = [L.SRC_IFETCH, L.SRC_LOAD, L.SRC_STORE, L.SRC_WALK]
         for i, name in enumerate(self.level_names):
             c = N[i]
-            acc = int(sum(c[K.CN_ACC + s] for s in demand))
-            miss = int(sum(c[K.CN_MISS + s] for s in demand))
+            acc = int(sum(c[L.CN_ACC + s] for s in demand))
+            miss = int(sum(c[L.CN_MISS + s] for s in demand))
             row = {"accesses": acc, "hits": acc - miss, "misses": miss,
                    "miss_ratio": (miss / acc) if acc else 0.0}
             for s in demand:
-                row[f"{SRC_NAMES[s]}_accesses"] = int(c[K.CN_ACC + s])
-                row[f"{SRC_NAMES[s]}_misses"] = int(c[K.CN_MISS + s])
+                row[f"{SRC_NAMES[s]}_accesses"] = int(c[L.CN_ACC + s])
+                row[f"{SRC_NAMES[s]}_misses"] = int(c[L.CN_MISS + s])
             row["data_accesses"] = row["load_accesses"] + row["store_accesses"]
             row["data_misses"] = row["load_misses"] + row["store_misses"]
-            row["sector_misses"] = int(c[K.CN_SECTOR_MISS])
-            row["straddling_accesses"] = int(c[K.CN_STRADDLE])
-            row["evictions"] = int(c[K.CN_EVICTIONS])
-            row["writebacks"] = int(c[K.CN_WRITEBACKS])
-            row["writebacks_received"] = int(c[K.CN_ACC + K.SRC_WRITEBACK])
-            row["back_invalidations"] = int(c[K.CN_BACK_INVAL])
-            row["prefetches_issued"] = int(c[K.CN_PF_ISSUED])
-            row["prefetches_useful"] = int(c[K.CN_PF_USEFUL])
-            row["prefetch_requests_received"] = int(c[K.CN_ACC + K.SRC_PREFETCH])
-            row["prefetch_requests_missed"] = int(c[K.CN_MISS + K.SRC_PREFETCH])
+            row["sector_misses"] = int(c[L.CN_SECTOR_MISS])
+            row["straddling_accesses"] = int(c[L.CN_STRADDLE])
+            row["evictions"] = int(c[L.CN_EVICTIONS])
+            row["writebacks"] = int(c[L.CN_WRITEBACKS])
+            row["writebacks_received"] = int(c[L.CN_ACC + L.SRC_WRITEBACK])
+            row["back_invalidations"] = int(c[L.CN_BACK_INVAL])
+            row["prefetches_issued"] = int(c[L.CN_PF_ISSUED])
+            row["prefetches_useful"] = int(c[L.CN_PF_USEFUL])
+            row["prefetch_requests_received"] = int(c[L.CN_ACC + L.SRC_PREFETCH])
+            row["prefetch_requests_missed"] = int(c[L.CN_MISS + L.SRC_PREFETCH])
             levels[name] = row
         tlbs = {}
         for i, name in enumerate(self.tlb_names):
-            c = N[K.TROW0 + i]
-            tlbs[name] = {"accesses": int(c[K.TN_ACC]), "misses": int(c[K.TN_MISS]),
-                          "hits": int(c[K.TN_ACC] - c[K.TN_MISS]), "walks": int(c[K.TN_WALKS]),
-                          "walk_memory_accesses": int(c[K.TN_WALK_ACC]),
-                          "walk_accesses_to_memory": int(c[K.TN_WALK_MEM])}
-        mem = N[K.MEMROW]
-        memory = {f"{SRC_NAMES[s]}_reads": int(mem[s]) for s in range(K.NSRC) if s != K.SRC_WRITEBACK}
-        memory["reads"] = int(sum(mem[:K.NSRC]))
-        memory["writes"] = int(mem[K.MEM_WRITES])
+            c = N[L.TROW0 + i]
+            tlbs[name] = {"accesses": int(c[L.TN_ACC]), "misses": int(c[L.TN_MISS]),
+                          "hits": int(c[L.TN_ACC] - c[L.TN_MISS]), "walks": int(c[L.TN_WALKS]),
+                          "walk_memory_accesses": int(c[L.TN_WALK_ACC]),
+                          "walk_accesses_to_memory": int(c[L.TN_WALK_MEM])}
+        mem = N[L.MEMROW]
+        memory = {f"{SRC_NAMES[s]}_reads": int(mem[s]) for s in range(L.NSRC) if s != L.SRC_WRITEBACK}
+        memory["reads"] = int(sum(mem[:L.NSRC]))
+        memory["writes"] = int(mem[L.MEM_WRITES])
         return {"levels": levels, "tlbs": tlbs, "memory": memory}
