@@ -29,7 +29,12 @@ same rules):
 
 from __future__ import annotations
 
+import hashlib
+import sys
+from pathlib import Path
+
 from numba import njit
+from numba.core.dispatcher import Dispatcher
 
 from simulator.memory.caches import _prefetch_after_demand, _touch, request, train_ip_stride
 from simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
@@ -345,3 +350,32 @@ def run_trace(S, addrs, sizes, kinds, start, stop):
             _fetch(s, addrs[i], I64(sizes[i]))
         else:
             _data(s, addrs[i], I64(sizes[i]), I64(k), pc)
+
+
+# ============================================================================ cache coherence
+def _drop_stale_caches() -> None:
+    """numba's ``cache=True`` keys a cached function on its own source file only, but these kernels
+    inline code and constants from ``state.py`` and ``caches.py``: when any of the three files changes,
+    drop the cached machine code of all of them (each process checks once, at import)."""
+    from simulator.memory import caches, state
+
+    modules = (state, caches, sys.modules[__name__])
+    digest = hashlib.sha1(b"".join(Path(m.__file__).read_bytes() for m in modules)).hexdigest()
+    cached = [d._cache for m in modules for d in vars(m).values()
+              if isinstance(d, Dispatcher) and d.__module__ == m.__name__ and hasattr(d._cache, "cache_path")]
+    stamp = Path(run_trace._cache.cache_path) / "simulator_memory_kernels.sha1"
+    try:
+        if stamp.read_text() == digest:
+            return
+    except OSError:
+        pass
+    for cache in cached:
+        cache.flush()
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:
+        pass
+
+
+_drop_stale_caches()
