@@ -16,8 +16,8 @@ from simulator.memory.state import (
     C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_ISSUED, CN_PF_USEFUL,
     CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, F_WAY, FRAMEROW, G_NLEVELS,
     I64, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE,
-    PF_ADJACENT_SECTOR, PF_NEXT_LINE, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SRC_PREFETCH,
-    SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch,
+    PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SRC_PREFETCH,
+    SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz, _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch,
     _rand, _sector_mask, _set_of, _st)
 
 
@@ -129,7 +129,7 @@ def _invalidate_above(s, lvl, line_addr, nbytes):
     return count, dirty
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _install(s, lvl, line, set_id, slot0, mask, dirty_mask, pref_mask):
     """Put ``line`` into its set at ``lvl``, evicting a victim.
 
@@ -218,15 +218,20 @@ def _writeback(s, lvl, addr, nbytes):
 # ============================================================================ fills and requests
 @njit(cache=True)
 def _range_of(mask, line, line_bits, sector_bits):
-    """First byte address and length of the sector range spanned by ``mask`` in ``line``."""
-    first = 0
-    while (mask & (U64(1) << U64(first))) == 0:
-        first += 1
-    last = first
-    while (mask >> U64(last + 1)) != 0:
-        last += 1
+    """First byte address and length of the sector range spanned by ``mask`` (non-zero) in ``line``."""
+    first = _ctz(mask)
+    last = 63 - _clz(mask)
     base = (line << U64(line_bits)) + (U64(first) << U64(sector_bits))
     return base, (last - first + 1) << sector_bits
+
+
+@njit(cache=True)
+def _note_miss(s, lvl, line):
+    """Note a demand miss at a level with miss-triggered prefetchers (they run after the access)."""
+    k = _ld(s, SCR + S_NMISSED)
+    _st(s, SCR + S_MISSED + k, lvl)
+    _st(s, SCR + S_MISSED_LINE + k, line)
+    _st(s, SCR + S_NMISSED, k + 1)
 
 
 @njit(cache=True)
@@ -236,7 +241,7 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
     Down phase: each lower level looks up the missing range (counting one access) until one hits or
     memory supplies it.  Up phase: the line is installed at each missing level, deepest first (fetch
     first, then evict).  Returns the supplying level (G_NLEVELS for memory).  With ``record``, the
-    levels that missed are noted for the miss-triggered prefetchers."""
+    levels that missed and have miss-triggered prefetchers are noted for them."""
     n = _cfg(s, G_NLEVELS)
     fr = N0 + FRAMEROW * NCOL
     depth = 0
@@ -246,11 +251,9 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
     _st(s, fr + F_SLOT0, slot0)
     _st(s, fr + F_MASK, mask)
     _st(s, fr + F_LINE, line)
-    if record:
-        _st(s, SCR + S_MISSED, lvl)
-        _st(s, SCR + S_MISSED_LINE, line)
-        _st(s, SCR + S_NMISSED, 1)
     c = C0 + lvl * NCOL
+    if record and (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
+        _note_miss(s, lvl, line)
     missing = mask if w < 0 else (mask & ~_ldu(s, _cfg(s, c + C_META0) + (slot0 + w) * MW + M_VD))
     req_addr, req_bytes = _range_of(missing, line, _cfg(s, c + C_LINE_BITS), _cfg(s, c + C_SECTOR_BITS))
     cur = _cfg(s, c + C_NEXT)
@@ -288,10 +291,8 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
         _st(s, f + F_SLOT0, cslot0)
         _st(s, f + F_MASK, cmask)
         _st(s, f + F_LINE, cline)
-        if record:
-            _st(s, SCR + S_MISSED + depth, cur)
-            _st(s, SCR + S_MISSED_LINE + depth, cline)
-            _st(s, SCR + S_NMISSED, depth + 1)
+        if record and (_cfg(s, cc + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
+            _note_miss(s, cur, cline)
         missing = cmask if cw < 0 else (cmask & ~_ldu(s, m + M_VD))
         req_addr, req_bytes = _range_of(missing, cline, lb, _cfg(s, cc + C_SECTOR_BITS))
         cur = _cfg(s, cc + C_NEXT)
@@ -324,7 +325,7 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
     return served
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def request(s, lvl, addr, nbytes, src, write, count, record):
     """A demand request of ``nbytes`` (within one line) at ``addr`` arriving at level ``lvl``.
 
@@ -389,7 +390,7 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
 
 
 # ============================================================================ prefetchers
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def prefetch_line(s, lvl, line, mask):
     """Bring sectors ``mask`` of ``line`` into ``lvl`` unless present; counts an issued prefetch."""
     c = C0 + lvl * NCOL
@@ -407,7 +408,8 @@ def prefetch_line(s, lvl, line, mask):
 
 @njit(cache=True)
 def _prefetch_after_demand(s):
-    """Run the miss-triggered prefetchers of every level the last demand request missed, top down."""
+    """Run the miss-triggered prefetchers of every level the last demand request missed, top down: per
+    level the other sectors of the line, then the buddy line, then the next lines."""
     k = _ld(s, SCR + S_NMISSED)
     if k == 0:
         return
@@ -416,23 +418,25 @@ def _prefetch_after_demand(s):
         lvl = _ld(s, SCR + S_MISSED + i)
         c = C0 + lvl * NCOL
         kinds = _cfg(s, c + C_PF_KIND)
-        if (kinds & 7) == 0:
-            continue
         line = _ldu(s, SCR + S_MISSED_LINE + i)
-        lb = _cfg(s, c + C_LINE_BITS)
         full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
-        page_lines = U64(1) << U64(max(12 - lb, 0))      # prefetches stay within a 4 KB physical page
-        if kinds & PF_ADJACENT_SECTOR:
-            prefetch_line(s, lvl, line, full)  # the sectors not yet valid
-        if kinds & PF_ADJACENT_LINE:
-            if page_lines > U64(1):
-                prefetch_line(s, lvl, line ^ U64(1), full)
-        if kinds & PF_NEXT_LINE:
-            for d in range(1, _cfg(s, c + C_PF_DEGREE) + 1):
-                target = line + U64(d)
+        page_lines = U64(1) << U64(max(12 - _cfg(s, c + C_LINE_BITS), 0))   # prefetches stay in a 4 KB page
+        for j in range(2 + _cfg(s, c + C_PF_DEGREE)):
+            if j == 0:
+                if (kinds & PF_ADJACENT_SECTOR) == 0:
+                    continue
+                target = line                      # the sectors not yet valid
+            elif j == 1:
+                if (kinds & PF_ADJACENT_LINE) == 0 or page_lines == U64(1):
+                    continue
+                target = line ^ U64(1)
+            else:
+                if (kinds & PF_NEXT_LINE) == 0:
+                    break
+                target = line + U64(j - 1)
                 if target // page_lines != line // page_lines:
                     break
-                prefetch_line(s, lvl, target, full)
+            prefetch_line(s, lvl, target, full)
 
 
 @njit(cache=True)

@@ -71,7 +71,7 @@ def _tlb_touch(s, c, clock, stamp0, bits, way):
         _plru_touch(s, _cfg(s, c + T_PLRU0), bits, way)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tlb_lookup(s, t, vpn):
     """Look ``vpn`` up in TLB ``t``, installing it on a miss.  Returns True on a hit."""
     c = C0 + (TROW0 + t) * NCOL
@@ -115,60 +115,67 @@ def _tlb_lookup(s, t, vpn):
 
 
 @njit(cache=True)
-def _walk_load(s, paddr, t):
-    """One page-table load of a walk (counted on TLB ``t``); returns the supplying level."""
-    nt = N0 + (TROW0 + t) * NCOL
-    _add(s, nt + TN_WALK_ACC, 1)
-    n = _cfg(s, G_NLEVELS)
-    if _cfg(s, G_WALK_POLLUTE) != 0:
-        r = request(s, _cfg(s, G_WALK_LEVEL), paddr, _cfg(s, G_PTE_BYTES), SRC_WALK, False, True, False)
-    else:
-        # the "no pollution" what-if: page tables are cache-inhibited (PowerPC's WIMG bits allow it), so
-        # walk loads neither allocate nor disturb cache state, and memory serves every one of them
-        r = n
-        _add(s, N0 + MEMROW * NCOL + SRC_WALK, 1)
-    if r == n:
-        _add(s, nt + TN_WALK_MEM, 1)
-    return r
-
-
-@njit(cache=True)
 def _walk(s, vaddr, t, page_bits):
     """Page walk for ``vaddr`` after TLB ``t`` (the last of its chain) missed.  Adds the cycles of the
     walk's loads, issued one after another (each address depends on the previous load), to the scratch
     row."""
     kind = _cfg(s, G_WALK_KIND)
-    _add(s, N0 + (TROW0 + t) * NCOL + TN_WALKS, 1)
-    cycles = 0
-    loads = 0
+    nt = N0 + (TROW0 + t) * NCOL
+    _add(s, nt + TN_WALKS, 1)
     vpn = vaddr >> U64(page_bits)
-    n = _cfg(s, G_NLEVELS)
     if kind == 1:
+        # radix tables: one load per level not held by a paging-structure cache
         levels = _cfg(s, G_WALK_LEVELS) if page_bits == _cfg(s, G_PAGE_BITS) else _cfg(s, G_IWALK_LEVELS)
         bits = _cfg(s, G_WALK_BITS)
-        for l in range(_cfg(s, G_WALK_CACHED), levels):
-            prefix = vpn >> U64(bits * (levels - 1 - l))
-            paddr = PT_BASE | (U64(l) << U64(56)) | ((prefix * _ldu(s, G_PTE_BYTES)) & U64(0x00FFFFFFFFFFFFFF))
-            r = _walk_load(s, paddr, t)
-            cycles += _cfg(s, G_MEM_LAT) if r == n else _cfg(s, C0 + r * NCOL + C_LAT)
-            loads += 1
+        first = _cfg(s, G_WALK_CACHED)
+        stop = levels
+        base = U64(0)
     elif kind == 2:
         # PowerPC hashed page table: the primary hash of (VSID, page index) selects a 64-byte PTE group;
         # the search reads PTEs in order up to the matching slot.
         vsid = (vaddr >> U64(28)) * U64(897) + U64(0x5A5)          # scattered VSIDs, Linux style
         page_index = (vaddr >> U64(12)) & U64(0xFFFF)
         pteg = ((vsid & U64(0x7FFFF)) ^ page_index) & U64(_cfg(s, G_HTAB_PTEGS) - 1)
-        slot = I64(_mix64(vpn) >> U64(61))
         base = HTAB_BASE + pteg * U64(64)
-        for k in range(slot + 1):
-            r = _walk_load(s, base + U64(8 * k), t)
-            cycles += _cfg(s, G_MEM_LAT) if r == n else _cfg(s, C0 + r * NCOL + C_LAT)
-            loads += 1
+        levels = 0
+        bits = 0
+        first = 0
+        stop = I64(_mix64(vpn) >> U64(61)) + 1
+    else:
+        return
+    n = _cfg(s, G_NLEVELS)
+    lvl = _cfg(s, G_WALK_LEVEL)
+    pte = _cfg(s, G_PTE_BYTES)
+    cycles = 0
+    loads = 0
+    for l in range(first, stop):
+        if kind == 1:
+            prefix = vpn >> U64(bits * (levels - 1 - l))
+            paddr = PT_BASE | (U64(l) << U64(56)) | ((prefix * U64(pte)) & U64(0x00FFFFFFFFFFFFFF))
+        else:
+            paddr = base + U64(8 * l)
+        _add(s, nt + TN_WALK_ACC, 1)
+        if _cfg(s, G_WALK_POLLUTE) != 0:
+            if _hit(s, lvl, paddr, pte, SRC_WALK, False):
+                r = lvl
+            else:
+                r = request(s, lvl, paddr, pte, SRC_WALK, False, True, False)
+        else:
+            # the "no pollution" what-if: page tables are cache-inhibited (PowerPC's WIMG bits allow it), so
+            # walk loads neither allocate nor disturb cache state, and memory serves every one of them
+            r = n
+            _add(s, N0 + MEMROW * NCOL + SRC_WALK, 1)
+        if r == n:
+            _add(s, nt + TN_WALK_MEM, 1)
+            cycles += _cfg(s, G_MEM_LAT)
+        else:
+            cycles += _cfg(s, C0 + r * NCOL + C_LAT)
+        loads += 1
     _add(s, SCR + S_WALK_LOADS, loads)
     _add(s, SCR + S_WALK_CYCLES, cycles)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def translate(s, vaddr, t0, t1, page_bits):
     """Translate through the TLB chain (t0, then t1 if >= 0, then a walk).  Returns 0 for a first-level
     hit, 1 for a second-level hit, 2 for a walk.  Counts accesses and misses per TLB."""
@@ -191,31 +198,68 @@ def translate(s, vaddr, t0, t1, page_bits):
 
 
 # ============================================================================ top-level accesses
+@njit(cache=True, inline="always")
+def _hit(s, lvl, p0, nbytes, src, write):
+    """The first-level hit without a call: if [p0, p0 + nbytes) lies in one line that ``lvl`` holds with
+    all the sectors needed (and, for a write, ``lvl`` is write-back), count the hit as request() would
+    and return True; otherwise change nothing and return False."""
+    c = C0 + lvl * NCOL
+    lb = U64(_cfg(s, c + C_LINE_BITS))
+    line = p0 >> lb
+    if ((p0 + U64(nbytes - 1)) >> lb) != line or (write and _cfg(s, c + C_WRITE_BACK) == 0):
+        return False
+    set_id = _set_of(s, lvl, line)
+    ways = _cfg(s, c + C_WAYS)
+    slot0 = set_id * ways
+    w = _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line)
+    if w < 0:
+        return False
+    slot = slot0 + w
+    m = _cfg(s, c + C_META0) + slot * MW
+    mask = _sector_mask(p0, nbytes, _cfg(s, c + C_SECTOR_BITS), _cfg(s, c + C_NSECT))
+    vd = _ldu(s, m + M_VD)
+    if (vd & mask) != mask:
+        return False
+    _add(s, N0 + lvl * NCOL + CN_ACC + src, 1)
+    _touch(s, lvl, slot, set_id, w)
+    if _ldu(s, m + M_PS) & mask:
+        _add(s, N0 + lvl * NCOL + CN_PF_USEFUL, 1)
+        _st(s, m + M_PS, _ldu(s, m + M_PS) & ~mask)
+    if write:
+        _st(s, m + M_VD, vd | (mask << U64(32)))
+    return True
+
+
 @njit(cache=True)
 def _cache_access(s, lvl, p0, p1, src, write):
     """The cache part of a demand access of physical bytes [p0, p1] at first level ``lvl``, with the
-    straddling rule.  Returns the supplying level (also left in the scratch row)."""
+    straddling rule: an access over two lines is one access, and a miss if either line misses.  Returns
+    the supplying level (also left in the scratch row)."""
     lb = U64(_cfg(s, C0 + lvl * NCOL + C_LINE_BITS))
     line0 = p0 >> lb
     line1 = p1 >> lb
-    if line0 == line1:
-        r = request(s, lvl, p0, I64(p1 - p0) + 1, src, write, True, True)
-        if _ld(s, SCR + S_NMISSED) != 0:
-            _prefetch_after_demand(s)
-    else:
-        # straddling access: one access, a miss if either line misses
-        cn = N0 + lvl * NCOL
+    cn = N0 + lvl * NCOL
+    pieces = 1
+    if line0 != line1:
+        pieces = 2
         _add(s, cn + CN_STRADDLE, 1)
         _add(s, cn + CN_ACC + src, 1)
-        end0 = (line0 + U64(1)) << lb
-        r0 = request(s, lvl, p0, I64(end0 - p0), src, write, False, True)
-        _prefetch_after_demand(s)
-        base1 = line1 << lb
-        r1 = request(s, lvl, base1, I64(p1 - base1) + 1, src, write, False, True)
-        _prefetch_after_demand(s)
-        if r0 != lvl or r1 != lvl:
-            _add(s, cn + CN_MISS + src, 1)
-        r = r0 if r0 > r1 else r1
+    r = 0
+    missed = False
+    for k in range(pieces):
+        if k == 0:
+            a = p0
+            nbytes = I64(p1 - p0) + 1 if pieces == 1 else I64(((line0 + U64(1)) << lb) - p0)
+        else:
+            a = line1 << lb
+            nbytes = I64(p1 - a) + 1
+        rk = request(s, lvl, a, nbytes, src, write, pieces == 1, True)
+        if _ld(s, SCR + S_NMISSED) != 0:
+            _prefetch_after_demand(s)
+        missed = missed or rk != lvl
+        r = max(r, rk)
+    if pieces == 2 and missed:
+        _add(s, cn + CN_MISS + src, 1)
     _st(s, SCR + S_LEVEL, r)
     return r
 
@@ -233,11 +277,8 @@ def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
     pb = U64(page_bits)
     tlb = 0
     if t0 >= 0:
-        tlb = translate(s, vaddr, t0, t1, page_bits)
-        if (vlast >> pb) != (vaddr >> pb):
-            r2 = translate(s, vlast, t0, t1, page_bits)
-            if r2 > tlb:
-                tlb = r2
+        for k in range(1 if (vlast >> pb) == (vaddr >> pb) else 2):
+            tlb = max(tlb, translate(s, vaddr if k == 0 else vlast, t0, t1, page_bits))
     _st(s, SCR + S_TLB, tlb)
     return _cache_access(s, lvl, phys(s, vaddr, page_bits), phys(s, vlast, page_bits), src, write)
 
@@ -247,54 +288,28 @@ def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
     """A demand access, with the common case inline and without a call: the access stays within one
     page, hits the first TLB (then only the cache part follows) and, within one line, hits the first
     cache level (which, for a write, is write-back)."""
-    if t0 < 0 or size < 1:
-        return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
-    pb = U64(page_bits)
-    vlast = vaddr + U64(size - 1)
-    vpn = vaddr >> pb
-    if (vlast >> pb) != vpn:
-        return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
-    tc = C0 + (TROW0 + t0) * NCOL
-    tways = _cfg(s, tc + T_WAYS)
-    tset = I64(vpn & U64(_cfg(s, tc + T_NSETS) - 1))
-    tw = _find(s, _cfg(s, tc + T_TAG0) + tset * tways, tways, vpn)
-    if tw < 0:
-        return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
-    # first-level TLB hit: as translate() would count it
-    tn = N0 + (TROW0 + t0) * NCOL
-    _add(s, tn + TN_ACC, 1)
-    _tlb_touch(s, tc, tn + TN_CLOCK, _cfg(s, tc + T_STAMP0) + tset * tways, _cfg(s, tc + T_BITS0) + tset, tw)
-    _st(s, SCR + S_TLB, 0)
-    _st(s, SCR + S_WALK_LOADS, 0)
-    _st(s, SCR + S_WALK_CYCLES, 0)
-    p0 = phys(s, vaddr, page_bits)
-    p1 = p0 + U64(size - 1)                  # the same page: the same frame
-    c = C0 + lvl * NCOL
-    lb = U64(_cfg(s, c + C_LINE_BITS))
-    line = p0 >> lb
-    if (p1 >> lb) != line or (write and _cfg(s, c + C_WRITE_BACK) == 0):
-        return _cache_access(s, lvl, p0, p1, src, write)
-    set_id = _set_of(s, lvl, line)
-    ways = _cfg(s, c + C_WAYS)
-    slot0 = set_id * ways
-    w = _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line)
-    if w < 0:
-        return _cache_access(s, lvl, p0, p1, src, write)
-    slot = slot0 + w
-    m = _cfg(s, c + C_META0) + slot * MW
-    mask = _sector_mask(p0, size, _cfg(s, c + C_SECTOR_BITS), _cfg(s, c + C_NSECT))
-    vd = _ldu(s, m + M_VD)
-    if (vd & mask) != mask:
-        return _cache_access(s, lvl, p0, p1, src, write)
-    _add(s, N0 + lvl * NCOL + CN_ACC + src, 1)
-    _touch(s, lvl, slot, set_id, w)
-    if _ldu(s, m + M_PS) & mask:
-        _add(s, N0 + lvl * NCOL + CN_PF_USEFUL, 1)
-        _st(s, m + M_PS, _ldu(s, m + M_PS) & ~mask)
-    if write:
-        _st(s, m + M_VD, vd | (mask << U64(32)))
-    _st(s, SCR + S_LEVEL, lvl)
-    return lvl
+    if t0 >= 0 and size >= 1:
+        pb = U64(page_bits)
+        vpn = vaddr >> pb
+        tc = C0 + (TROW0 + t0) * NCOL
+        tways = _cfg(s, tc + T_WAYS)
+        tset = I64(vpn & U64(_cfg(s, tc + T_NSETS) - 1))
+        tw = _find(s, _cfg(s, tc + T_TAG0) + tset * tways, tways, vpn)
+        if tw >= 0 and ((vaddr + U64(size - 1)) >> pb) == vpn:
+            # first-level TLB hit: as translate() would count it
+            tn = N0 + (TROW0 + t0) * NCOL
+            _add(s, tn + TN_ACC, 1)
+            _tlb_touch(s, tc, tn + TN_CLOCK, _cfg(s, tc + T_STAMP0) + tset * tways, _cfg(s, tc + T_BITS0) + tset,
+                       tw)
+            _st(s, SCR + S_TLB, 0)
+            _st(s, SCR + S_WALK_LOADS, 0)
+            _st(s, SCR + S_WALK_CYCLES, 0)
+            p0 = phys(s, vaddr, page_bits)
+            if not _hit(s, lvl, p0, size, src, write):
+                return _cache_access(s, lvl, p0, p0 + U64(size - 1), src, write)   # the same page: the same frame
+            _st(s, SCR + S_LEVEL, lvl)
+            return lvl
+    return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
 
 
 @njit(cache=True, inline="always")

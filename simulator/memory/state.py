@@ -112,6 +112,7 @@ F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
 
 # prefetcher bits of the C_PF_KIND column (bit = 1 << (registry id - 1); several may be stacked)
 PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE = 1, 2, 4, 8
+PF_MISS_TRIGGERED = PF_NEXT_LINE | PF_ADJACENT_SECTOR | PF_ADJACENT_LINE
 
 PT_BASE = np.uint64(0xF000000000000000)     # physical region of radix page tables (per-level sub-regions)
 HTAB_BASE = np.uint64(0xE000000000000000)   # physical base of the PowerPC hashed page table
@@ -233,6 +234,17 @@ def _ctz(typingctx, x):
 
 
 @intrinsic
+def _clz(typingctx, x):
+    """Leading zero bits of a non-zero uint64."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.ctlz(context.cast(builder, args[0], sig.args[0], types.uint64), ir.Constant(ir.IntType(1), 1))
+    return types.int64(types.unliteral(x)), codegen
+
+
+@intrinsic
 def _prefetch(typingctx, s, i):
     """Hint the host CPU to bring word ``i`` into its caches (the next lookup of a set will need it)."""
     if not _ints(s, i):
@@ -292,8 +304,10 @@ def _find(s, tag0, ways, line):
     """The way of ``line`` among the ``ways`` tags at ``tag0``, or -1.  Branch-free: the tags are compared
     four at a time and the match mask is cut to the set (tags are unique within a set)."""
     m = _match4(s, tag0, line)
-    for j in range(4, ways, 4):
-        m |= _match4(s, tag0 + j, line) << U64(j)
+    if ways > 4:
+        m |= _match4(s, tag0 + 4, line) << U64(4)
+        for j in range(8, ways, 4):
+            m |= _match4(s, tag0 + j, line) << U64(j)
     m &= EMPTY >> U64(64 - ways)
     return _ctz(m) if m != 0 else -1
 
