@@ -21,6 +21,25 @@ from simulator.memory.state import (
     _rand, _sector_mask, _set_of, _st)
 
 
+# ============================================================================ host-cache hints
+@njit(cache=True)
+def prefetch_sets(s, lvl, addr):
+    """Ask the host CPU for the tags and metadata of the sets ``addr`` maps to at ``lvl`` and every level
+    below: a miss path that will look them up soon overlaps their host-cache misses with its other work.
+    Changes no simulated state."""
+    while lvl >= 0:
+        c = C0 + lvl * NCOL
+        ways = _cfg(s, c + C_WAYS)
+        slot0 = _set_of(s, lvl, addr >> U64(_cfg(s, c + C_LINE_BITS))) * ways
+        t0 = _cfg(s, c + C_TAG0) + slot0
+        _prefetch(s, t0)
+        _prefetch(s, t0 + ways - 1)
+        m0 = _cfg(s, c + C_META0) + slot0 * MW
+        _prefetch(s, m0)
+        _prefetch(s, m0 + ways * MW - 1)
+        lvl = _cfg(s, c + C_NEXT)
+
+
 # ============================================================================ replacement
 @njit(cache=True)
 def _renumber(s, lvl):

@@ -36,7 +36,7 @@ from pathlib import Path
 from numba import njit
 from numba.core.dispatcher import Dispatcher
 
-from simulator.memory.caches import _prefetch_after_demand, _touch, request, train_ip_stride
+from simulator.memory.caches import _prefetch_after_demand, _touch, prefetch_sets, request, train_ip_stride
 from simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
     C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK,
     CN_ACC, CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
@@ -146,31 +146,36 @@ def _walk(s, vaddr, t, page_bits):
     n = _cfg(s, G_NLEVELS)
     lvl = _cfg(s, G_WALK_LEVEL)
     pte = _cfg(s, G_PTE_BYTES)
+    pollute = _cfg(s, G_WALK_POLLUTE) != 0
     cycles = 0
     loads = 0
-    for l in range(first, stop):
-        if kind == 1:
-            prefix = vpn >> U64(bits * (levels - 1 - l))
-            paddr = PT_BASE | (U64(l) << U64(56)) | ((prefix * U64(pte)) & U64(0x00FFFFFFFFFFFFFF))
-        else:
-            paddr = base + U64(8 * l)
-        _add(s, nt + TN_WALK_ACC, 1)
-        if _cfg(s, G_WALK_POLLUTE) != 0:
-            if _hit(s, lvl, paddr, pte, SRC_WALK, False):
-                r = lvl
+    for phase in range(2 if pollute else 1):
+        for l in range(first, stop):
+            if kind == 1:
+                prefix = vpn >> U64(bits * (levels - 1 - l))
+                paddr = PT_BASE | (U64(l) << U64(56)) | ((prefix * U64(pte)) & U64(0x00FFFFFFFFFFFFFF))
             else:
-                r = request(s, lvl, paddr, pte, SRC_WALK, False, True, False)
-        else:
-            # the "no pollution" what-if: page tables are cache-inhibited (PowerPC's WIMG bits allow it), so
-            # walk loads neither allocate nor disturb cache state, and memory serves every one of them
-            r = n
-            _add(s, N0 + MEMROW * NCOL + SRC_WALK, 1)
-        if r == n:
-            _add(s, nt + TN_WALK_MEM, 1)
-            cycles += _cfg(s, G_MEM_LAT)
-        else:
-            cycles += _cfg(s, C0 + r * NCOL + C_LAT)
-        loads += 1
+                paddr = base + U64(8 * l)
+            if phase == 0 and pollute:
+                # first pass: host-cache hints for the sets every load of the walk will look up
+                if kind == 1 or l == first or l == stop - 1:
+                    prefetch_sets(s, lvl, paddr)
+                continue
+            _add(s, nt + TN_WALK_ACC, 1)
+            if pollute:
+                r = lvl if _hit(s, lvl, paddr, pte, SRC_WALK, False) else request(s, lvl, paddr, pte, SRC_WALK,
+                                                                                  False, True, False)
+            else:
+                # the "no pollution" what-if: page tables are cache-inhibited (PowerPC's WIMG bits allow it),
+                # so walk loads neither allocate nor disturb cache state, and memory serves every one of them
+                r = n
+                _add(s, N0 + MEMROW * NCOL + SRC_WALK, 1)
+            if r == n:
+                _add(s, nt + TN_WALK_MEM, 1)
+                cycles += _cfg(s, G_MEM_LAT)
+            else:
+                cycles += _cfg(s, C0 + r * NCOL + C_LAT)
+            loads += 1
     _add(s, SCR + S_WALK_LOADS, loads)
     _add(s, SCR + S_WALK_CYCLES, cycles)
 
@@ -206,7 +211,8 @@ def _hit(s, lvl, p0, nbytes, src, write):
     c = C0 + lvl * NCOL
     lb = U64(_cfg(s, c + C_LINE_BITS))
     line = p0 >> lb
-    if ((p0 + U64(nbytes - 1)) >> lb) != line or (write and _cfg(s, c + C_WRITE_BACK) == 0):
+    # (bitwise, not short-circuit: whether an access writes is random, a branch on it mispredicts)
+    if (((p0 + U64(nbytes - 1)) >> lb) != line) | (write & (_cfg(s, c + C_WRITE_BACK) == 0)):
         return False
     set_id = _set_of(s, lvl, line)
     ways = _cfg(s, c + C_WAYS)
@@ -225,8 +231,7 @@ def _hit(s, lvl, p0, nbytes, src, write):
     if _ldu(s, m + M_PS) & mask:
         _add(s, N0 + lvl * NCOL + CN_PF_USEFUL, 1)
         _st(s, m + M_PS, _ldu(s, m + M_PS) & ~mask)
-    if write:
-        _st(s, m + M_VD, vd | (mask << U64(32)))
+    _st(s, m + M_VD, vd | ((mask << U64(32)) * U64(write)))      # dirty on a write, branch-free
     return True
 
 
@@ -239,6 +244,9 @@ def _cache_access(s, lvl, p0, p1, src, write):
     line0 = p0 >> lb
     line1 = p1 >> lb
     cn = N0 + lvl * NCOL
+    nxt = _cfg(s, C0 + lvl * NCOL + C_NEXT)
+    if nxt >= 0:
+        prefetch_sets(s, nxt, p0)                 # host-cache hint: the lower sets a miss will look up
     pieces = 1
     if line0 != line1:
         pieces = 2
@@ -275,6 +283,7 @@ def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
         size = 1
     vlast = vaddr + U64(size - 1)
     pb = U64(page_bits)
+    prefetch_sets(s, lvl, phys(s, vaddr, page_bits))      # host-cache hint: the data sets, during translation
     tlb = 0
     if t0 >= 0:
         for k in range(1 if (vlast >> pb) == (vaddr >> pb) else 2):
@@ -330,10 +339,10 @@ def _train_prefetchers(s, vaddr, pc):
 @njit(cache=True, inline="always")
 def _data(s, vaddr, size, kind, pc):
     write = kind != K_LOAD
-    src = SRC_STORE if kind == K_STORE else SRC_LOAD
+    src = SRC_LOAD + I64(kind == K_STORE)
     r = _access(s, _cfg(s, G_L1D), _cfg(s, G_DTLB0), _cfg(s, G_DTLB1), vaddr, size, src, write,
                 _cfg(s, G_PAGE_BITS))
-    if src == SRC_LOAD and _cfg(s, G_IP_STRIDE) != 0:
+    if _cfg(s, G_IP_STRIDE) != 0 and src == SRC_LOAD:
         _train_prefetchers(s, vaddr, pc)
     return r
 
@@ -358,7 +367,7 @@ def run_trace(S, addrs, sizes, kinds, start, stop):
     instruction fetch (lackey order: an ``I`` record precedes the data accesses of its instruction)."""
     s = S.ctypes.data
     pc = U64(0)
-    for i in range(start, stop):
+    for i in range(U64(start), U64(stop)):          # (unsigned: no negative-index wraparound code)
         k = kinds[i]
         if k == K_IFETCH:
             pc = addrs[i]

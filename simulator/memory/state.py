@@ -338,7 +338,7 @@ def _plru_touch(s, table, bi, way):
     _st(s, bi, (_ldu(s, bi) & _ldu(s, table + 2 * way)) | _ldu(s, table + 2 * way + 1))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _plru_victim(s, bi, way_bits):
     bits = _ldu(s, bi)
     node = 1
