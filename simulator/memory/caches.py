@@ -409,14 +409,14 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
 
 
 @njit(cache=True, inline="always")
-def miss_next_hit(s, lvl, addr, nbytes, src, write):
-    """The common miss without request()'s generality: a demand access (one line, counted here) whose
-    line is absent at ``lvl`` (write-back and write-allocate for a write) and whose missing range the next
-    level holds.  Decided by lookups alone; then the same updates as request() and _fill() in the same
-    order.  Returns the supplying level, or -1 (and nothing changed) when the case does not apply."""
+def line_miss(s, lvl, addr, nbytes, src, write):
+    """request() for the commonest miss, without its generality: a demand access (one line, counted here,
+    noted for prefetchers) whose line is absent at ``lvl`` (write-back and write-allocate for a write).
+    When the next level holds the missing range, the fill is done here, else by _fill().  The same updates
+    as request() in the same order.  Returns the supplying level, or -1 (nothing changed) when the case
+    does not apply."""
     c = C0 + lvl * NCOL
-    nxt = _cfg(s, c + C_NEXT)
-    if nxt < 0 or (write & ((_cfg(s, c + C_WRITE_BACK) == 0) | (_cfg(s, c + C_WRITE_ALLOC) == 0))):
+    if write & ((_cfg(s, c + C_WRITE_BACK) == 0) | (_cfg(s, c + C_WRITE_ALLOC) == 0)):
         return -1
     lb = _cfg(s, c + C_LINE_BITS)
     line = addr >> U64(lb)
@@ -427,38 +427,42 @@ def miss_next_hit(s, lvl, addr, nbytes, src, write):
         return -1
     sb = _cfg(s, c + C_SECTOR_BITS)
     mask = _sector_mask(addr, nbytes, sb, _cfg(s, c + C_NSECT))
-    req_addr, req_bytes = _range_of(mask, line, lb, sb)
-    cc = C0 + nxt * NCOL
-    cline = req_addr >> U64(_cfg(s, cc + C_LINE_BITS))
-    cset = _set_of(s, nxt, cline)
-    cways = _cfg(s, cc + C_WAYS)
-    cslot0 = cset * cways
-    cmask = _sector_mask(req_addr, req_bytes, _cfg(s, cc + C_SECTOR_BITS), _cfg(s, cc + C_NSECT))
-    cw = _find(s, _cfg(s, cc + C_TAG0) + cslot0, cways, cline)
-    m = _cfg(s, cc + C_META0) + (cslot0 + cw) * MW
-    if cw < 0 or (_ldu(s, m + M_VD) & cmask) != cmask:
-        return -1
     # request(): the first level counts the access and the miss
     cn = N0 + lvl * NCOL
     _add(s, cn + CN_ACC + src, 1)
     _add(s, cn + CN_MISS + src, 1)
     _st(s, SCR + S_NMISSED, 0)
-    if (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
-        _note_miss(s, lvl, line)
-    # _fill(), down phase: the next level hits
-    _add(s, N0 + nxt * NCOL + CN_ACC + src, 1)
-    _touch(s, nxt, cslot0 + cw, cset, cw)
-    if _ldu(s, m + M_PS) & cmask:
-        _add(s, N0 + nxt * NCOL + CN_PF_USEFUL, 1)
-        _st(s, m + M_PS, _ldu(s, m + M_PS) & ~cmask)
-    # up phase: install at the first level, its dirty victim written back
-    slot, wb_addr, wb_bytes = _install(s, lvl, line, set_id, slot0, mask, U64(0), U64(0))
-    if wb_bytes > 0:
-        _writeback(s, nxt, wb_addr, wb_bytes)
-    _st(s, SCR + S_FILL_SLOT, slot)
-    fm = _cfg(s, c + C_META0) + slot * MW + M_VD
+    nxt = _cfg(s, c + C_NEXT)
+    served = -1
+    if nxt >= 0:
+        req_addr, req_bytes = _range_of(mask, line, lb, sb)
+        cc = C0 + nxt * NCOL
+        cline = req_addr >> U64(_cfg(s, cc + C_LINE_BITS))
+        cset = _set_of(s, nxt, cline)
+        cways = _cfg(s, cc + C_WAYS)
+        cslot0 = cset * cways
+        cmask = _sector_mask(req_addr, req_bytes, _cfg(s, cc + C_SECTOR_BITS), _cfg(s, cc + C_NSECT))
+        cw = _find(s, _cfg(s, cc + C_TAG0) + cslot0, cways, cline)
+        m = _cfg(s, cc + C_META0) + (cslot0 + cw) * MW
+        if cw >= 0 and (_ldu(s, m + M_VD) & cmask) == cmask:
+            # _fill() with the next level hitting: note the miss, count and touch the hit, install above
+            if (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
+                _note_miss(s, lvl, line)
+            _add(s, N0 + nxt * NCOL + CN_ACC + src, 1)
+            _touch(s, nxt, cslot0 + cw, cset, cw)
+            if _ldu(s, m + M_PS) & cmask:
+                _add(s, N0 + nxt * NCOL + CN_PF_USEFUL, 1)
+                _st(s, m + M_PS, _ldu(s, m + M_PS) & ~cmask)
+            slot, wb_addr, wb_bytes = _install(s, lvl, line, set_id, slot0, mask, U64(0), U64(0))
+            if wb_bytes > 0:
+                _writeback(s, nxt, wb_addr, wb_bytes)
+            _st(s, SCR + S_FILL_SLOT, slot)
+            served = nxt
+    if served < 0:
+        served = _fill(s, lvl, line, set_id, slot0, -1, mask, src, U64(0), True)
+    fm = _cfg(s, c + C_META0) + _ld(s, SCR + S_FILL_SLOT) * MW + M_VD
     _st(s, fm, _ldu(s, fm) | ((mask << U64(32)) * U64(write)))     # a write dirties the filled line
-    return nxt
+    return served
 
 
 # ============================================================================ prefetchers

@@ -36,7 +36,7 @@ from pathlib import Path
 from numba import njit
 from numba.core.dispatcher import Dispatcher
 
-from simulator.memory.caches import (_prefetch_after_demand, _touch, miss_next_hit, prefetch_sets, request,
+from simulator.memory.caches import (_prefetch_after_demand, _touch, line_miss, prefetch_sets, request,
                                      train_ip_stride)
 from simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
     C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK,
@@ -262,7 +262,7 @@ def _cache_access(s, lvl, p0, p1, src, write):
         else:
             a = line1 << lb
             nbytes = I64(p1 - a) + 1
-        rk = miss_next_hit(s, lvl, a, nbytes, src, write) if pieces == 1 else -1
+        rk = line_miss(s, lvl, a, nbytes, src, write) if pieces == 1 else -1
         if rk < 0:
             rk = request(s, lvl, a, nbytes, src, write, pieces == 1, True)
         if _ld(s, SCR + S_NMISSED) != 0:
