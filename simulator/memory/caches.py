@@ -409,9 +409,10 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
 
 
 @njit(cache=True, inline="always")
-def line_miss(s, lvl, addr, nbytes, src, write):
-    """request() for the commonest miss, without its generality: a demand access (one line, counted here,
-    noted for prefetchers) whose line is absent at ``lvl`` (write-back and write-allocate for a write).
+def line_miss(s, lvl, addr, nbytes, src, write, record):
+    """request() for the commonest miss, without its generality: an access (one line, counted here; with
+    ``record``, noted for prefetchers) whose line is absent at ``lvl`` (write-back and write-allocate for a
+    write).
     When the next level holds the missing range, the fill is done here, else by _fill().  The same updates
     as request() in the same order.  Returns the supplying level, or -1 (nothing changed) when the case
     does not apply."""
@@ -431,7 +432,8 @@ def line_miss(s, lvl, addr, nbytes, src, write):
     cn = N0 + lvl * NCOL
     _add(s, cn + CN_ACC + src, 1)
     _add(s, cn + CN_MISS + src, 1)
-    _st(s, SCR + S_NMISSED, 0)
+    if record:
+        _st(s, SCR + S_NMISSED, 0)
     nxt = _cfg(s, c + C_NEXT)
     served = -1
     if nxt >= 0:
@@ -446,7 +448,7 @@ def line_miss(s, lvl, addr, nbytes, src, write):
         m = _cfg(s, cc + C_META0) + (cslot0 + cw) * MW
         if cw >= 0 and (_ldu(s, m + M_VD) & cmask) == cmask:
             # _fill() with the next level hitting: note the miss, count and touch the hit, install above
-            if (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
+            if record and (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
                 _note_miss(s, lvl, line)
             _add(s, N0 + nxt * NCOL + CN_ACC + src, 1)
             _touch(s, nxt, cslot0 + cw, cset, cw)
@@ -459,7 +461,7 @@ def line_miss(s, lvl, addr, nbytes, src, write):
             _st(s, SCR + S_FILL_SLOT, slot)
             served = nxt
     if served < 0:
-        served = _fill(s, lvl, line, set_id, slot0, -1, mask, src, U64(0), True)
+        served = _fill(s, lvl, line, set_id, slot0, -1, mask, src, U64(0), record)
     fm = _cfg(s, c + C_META0) + _ld(s, SCR + S_FILL_SLOT) * MW + M_VD
     _st(s, fm, _ldu(s, fm) | ((mask << U64(32)) * U64(write)))     # a write dirties the filled line
     return served

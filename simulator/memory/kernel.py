@@ -164,8 +164,10 @@ def _walk(s, vaddr, t, page_bits):
                 continue
             _add(s, nt + TN_WALK_ACC, 1)
             if pollute:
-                r = lvl if _hit(s, lvl, paddr, pte, SRC_WALK, False) else request(s, lvl, paddr, pte, SRC_WALK,
-                                                                                  False, True, False)
+                r = lvl if _hit(s, lvl, paddr, pte, SRC_WALK, False) else line_miss(s, lvl, paddr, pte, SRC_WALK,
+                                                                                    False, False)
+                if r < 0:
+                    r = request(s, lvl, paddr, pte, SRC_WALK, False, True, False)
             else:
                 # the "no pollution" what-if: page tables are cache-inhibited (PowerPC's WIMG bits allow it),
                 # so walk loads neither allocate nor disturb cache state, and memory serves every one of them
@@ -262,7 +264,7 @@ def _cache_access(s, lvl, p0, p1, src, write):
         else:
             a = line1 << lb
             nbytes = I64(p1 - a) + 1
-        rk = line_miss(s, lvl, a, nbytes, src, write) if pieces == 1 else -1
+        rk = line_miss(s, lvl, a, nbytes, src, write, True) if pieces == 1 else -1
         if rk < 0:
             rk = request(s, lvl, a, nbytes, src, write, pieces == 1, True)
         if _ld(s, SCR + S_NMISSED) != 0:
