@@ -218,3 +218,23 @@ def test_walk_pollution_switch_changes_cache_traffic_not_tlb_counts():
     # cache-inhibited page tables: every walk load goes to memory
     assert off["tlbs"]["DTLB"]["walk_accesses_to_memory"] == off["tlbs"]["DTLB"]["walk_memory_accesses"]
     assert off["levels"]["L1D"]["load_misses"] <= on["levels"]["L1D"]["load_misses"]
+
+
+def test_lru_and_fifo_stamps_survive_clock_wraparound():
+    """Replacement stamps are 32-bit: before a level's clock would wrap, every set's stamps are renumbered in
+    the same order.  Pushing the clocks to the edge before every chunk forces many renumberings; the counts
+    must still equal the reference's."""
+    from simulator.memory import state as L
+
+    tr = small_trace(12, n=12000)
+    platform = load_platform("mpc7447a", ["l1d.replacement=lru", "l1i.replacement=fifo", "l2.replacement=lru",
+                                          "l2.size_kb=32", "l1d.size_kb=4"])
+    h = MemoryHierarchy(platform, seed=12)
+    clocks = L.views(h.state.S).N[:len(h.level_names), L.CN_CLOCK]
+    for start in range(0, len(tr), 400):
+        clocks[:] = np.maximum(clocks, L.STAMP_MAX - 150)
+        stop = start + 400
+        h.run(tr.addrs[start:stop], tr.sizes[start:stop], tr.kinds[start:stop])
+    assert (clocks < 1000).any()                  # a renumbering happened in the last chunk
+    ref = RefHierarchy(platform, seed=12).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert_same(h.counters(), ref)

@@ -10,17 +10,33 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from simulator.errors import SimulatorInputError
 from simulator.memory import kernel as K
+from simulator.memory import state as L
 from simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
 from simulator.platform import Platform
 
 SRC_NAMES = ("instr", "load", "store", "walk", "prefetch", "writeback")
+
+
+def _plru_table(ways: int) -> list[int]:
+    """Per way: the AND mask and the OR mask that make every tree-PLRU node on the way's path point
+    away from it (node 1 is the root; the children of node k are 2k and 2k+1)."""
+    bits = int(math.log2(ways))
+    out: list[int] = []
+    for way in range(ways):
+        node, clear, set_ = 1, 0, 0
+        for level in range(bits):
+            d = (way >> (bits - 1 - level)) & 1
+            clear |= 1 << node
+            set_ |= (1 - d) << node
+            node = 2 * node + d
+        out += [~clear & (2**64 - 1), set_]
+    return [v - 2**64 if v >= 2**63 else v for v in out]      # as int64 bit patterns
 
 
 def _depth_order(platform: Platform) -> list[str]:
@@ -37,12 +53,6 @@ def _depth_order(platform: Platform) -> list[str]:
     return sorted(caches, key=lambda n: (d(n), list(caches).index(n)))
 
 
-@dataclass
-class Layout:
-    level_names: list[str]
-    tlb_names: list[str]
-
-
 class MemoryHierarchy:
     """The caches, TLBs and page walker of one platform, with their state."""
 
@@ -56,39 +66,58 @@ class MemoryHierarchy:
         self.accesses = 0
 
     # ------------------------------------------------------------------ construction
-    def _build(self) -> K.MemState:
+    def _build(self) -> L.MemState:
+        """Lay the state out in one flat int64 array (see :mod:`simulator.memory.kernel` for the map)."""
         p = self.platform
         names = self.level_names
         index = {nm: i for i, nm in enumerate(names)}
         n = len(names)
-        if n > K.MAX_LEVELS:
-            raise SimulatorInputError(f"platform {p.name}: at most {K.MAX_LEVELS} cache levels are supported")
+        if n > L.MAX_LEVELS:
+            raise SimulatorInputError(f"platform {p.name}: at most {L.MAX_LEVELS} cache levels are supported")
         tn = self.tlb_names
         m = len(tn)
-        if m > 16:
-            raise SimulatorInputError(f"platform {p.name}: at most 16 TLBs are supported")
-        C = np.zeros((n + m, K.NCOL), dtype=np.int64)
-        slot0 = set0 = 0
+        if m > L.MAX_TLBS:
+            raise SimulatorInputError(f"platform {p.name}: at most {L.MAX_TLBS} TLBs are supported")
+        C = np.zeros((L.MEMROW, L.NCOL), dtype=np.int64)
+        G = np.zeros(L.NG, dtype=np.int64)
+        top = L.P0 + n * L.IPT_SIZE * 4          # words allocated so far
+
+        def region(words: int) -> int:
+            """Allocate ``words`` words at a 64-byte aligned offset."""
+            nonlocal top
+            top = (top + 7) & ~7
+            at = top
+            top += words
+            return at
+
+        empty: list[tuple[int, int]] = []         # tag regions, filled with EMPTY below
+        tables: list[tuple[int, list[int]]] = []  # PLRU touch tables
         for i, name in enumerate(names):
             c = p.caches[name]
-            nsets = c.sets
-            C[i, K.C_SLOT0] = slot0
-            C[i, K.C_SET0] = set0
-            C[i, K.C_NSETS] = nsets
-            C[i, K.C_WAYS] = c.associativity
-            C[i, K.C_WAY_BITS] = int(math.log2(c.associativity)) if c.replacement == "plru" else 0
-            C[i, K.C_LINE_BITS] = int(math.log2(c.line_bytes))
-            C[i, K.C_SECTOR_BITS] = int(math.log2(c.sector_bytes or c.line_bytes))
-            C[i, K.C_NSECT] = c.sectors
-            C[i, K.C_POLICY] = REPLACEMENT[c.replacement]
-            C[i, K.C_WRITE_BACK] = int(c.write_policy == "write_back")
-            C[i, K.C_WRITE_ALLOC] = int(c.write_allocate)
-            C[i, K.C_INCLUSIVE] = int(c.inclusion == "inclusive")
-            C[i, K.C_NEXT] = -1 if c.next_level == "memory" else index[c.next_level]
-            C[i, K.C_PF_KIND] = sum(1 << (PREFETCHERS[pf] - 1) for pf in set(c.prefetchers) if PREFETCHERS[pf])
-            C[i, K.C_PF_DEGREE] = c.prefetch_degree
-            C[i, K.C_SLICES] = c.slices
-            C[i, K.C_LAT] = c.latency_cycles
+            sets = c.sets * c.slices
+            slots = sets * c.associativity
+            C[i, L.C_TAG0] = region(slots + 4)              # + spare words: tags compare four at a time
+            empty.append((C[i, L.C_TAG0], slots + 4))
+            C[i, L.C_META0] = region(slots * L.MW)
+            C[i, L.C_BITS0] = region(sets)
+            if c.replacement == "plru":
+                C[i, L.C_PLRU0] = region(2 * c.associativity)
+                tables.append((C[i, L.C_PLRU0], _plru_table(c.associativity)))
+            C[i, L.C_NSETS] = c.sets
+            C[i, L.C_WAYS] = c.associativity
+            C[i, L.C_WAY_BITS] = int(math.log2(c.associativity)) if c.replacement == "plru" else 0
+            C[i, L.C_LINE_BITS] = int(math.log2(c.line_bytes))
+            C[i, L.C_SECTOR_BITS] = int(math.log2(c.sector_bytes or c.line_bytes))
+            C[i, L.C_NSECT] = c.sectors
+            C[i, L.C_POLICY] = REPLACEMENT[c.replacement]
+            C[i, L.C_WRITE_BACK] = int(c.write_policy == "write_back")
+            C[i, L.C_WRITE_ALLOC] = int(c.write_allocate)
+            C[i, L.C_INCLUSIVE] = int(c.inclusion == "inclusive")
+            C[i, L.C_NEXT] = -1 if c.next_level == "memory" else index[c.next_level]
+            C[i, L.C_PF_KIND] = sum(1 << (PREFETCHERS[pf] - 1) for pf in set(c.prefetchers) if PREFETCHERS[pf])
+            C[i, L.C_PF_DEGREE] = c.prefetch_degree
+            C[i, L.C_SLICES] = c.slices
+            C[i, L.C_LAT] = c.latency_cycles
             # every level above this one (transitively), for back-invalidation by inclusive levels
             ups: list[int] = []
             frontier = [name]
@@ -98,68 +127,66 @@ class MemoryHierarchy:
                     if cu.next_level == cur and index[u] not in ups:
                         ups.append(index[u])
                         frontier.append(u)
-            C[i, K.C_ABOVE:K.C_ABOVE + K.MAX_LEVELS] = -1
-            C[i, K.C_ABOVE:K.C_ABOVE + len(ups)] = sorted(ups)
-            total_sets = nsets * c.slices
-            slot0 += total_sets * c.associativity
-            set0 += total_sets
+            C[i, L.C_ABOVE:L.C_ABOVE + L.MAX_LEVELS] = -1
+            C[i, L.C_ABOVE:L.C_ABOVE + len(ups)] = sorted(ups)
         tindex = {t: i for i, t in enumerate(tn)}
-        G = np.zeros(K.NG, dtype=np.int64)
         for i, t in enumerate(tn):
             spec = p.tlbs[t]
-            row = n + i
+            row = L.TROW0 + i
             sets = spec.entries // spec.associativity
-            C[row, K.T_SLOT0] = slot0
-            C[row, K.T_SET0] = set0
-            C[row, K.T_NSETS] = sets
-            C[row, K.T_WAYS] = spec.associativity
-            C[row, K.T_POLICY] = REPLACEMENT[spec.replacement]
-            C[row, K.T_WAY_BITS] = int(math.log2(spec.associativity)) if spec.replacement == "plru" else 0
-            G[K.G_TLB_LAT0 + i] = spec.latency_cycles
-            slot0 += spec.entries
-            set0 += sets
+            C[row, L.T_TAG0] = region(spec.entries + 4)
+            empty.append((C[row, L.T_TAG0], spec.entries + 4))
+            C[row, L.T_STAMP0] = region(spec.entries)
+            C[row, L.T_BITS0] = region(sets)
+            if spec.replacement == "plru":
+                C[row, L.T_PLRU0] = region(2 * spec.associativity)
+                tables.append((C[row, L.T_PLRU0], _plru_table(spec.associativity)))
+            C[row, L.T_NSETS] = sets
+            C[row, L.T_WAYS] = spec.associativity
+            C[row, L.T_POLICY] = REPLACEMENT[spec.replacement]
+            C[row, L.T_WAY_BITS] = int(math.log2(spec.associativity)) if spec.replacement == "plru" else 0
+            C[row, L.T_LAT] = spec.latency_cycles
 
-        G[K.G_L1I] = index[p.top_cache("instruction")]
-        G[K.G_L1D] = index[p.top_cache("data")]
+        G[L.G_L1I] = index[p.top_cache("instruction")]
+        G[L.G_L1D] = index[p.top_cache("data")]
         ichain = [tindex[t] for t in p.tlb_chain("instruction")] + [-1, -1]
         dchain = [tindex[t] for t in p.tlb_chain("data")] + [-1, -1]
-        G[K.G_ITLB0], G[K.G_ITLB1] = ichain[0], ichain[1]
-        G[K.G_DTLB0], G[K.G_DTLB1] = dchain[0], dchain[1]
-        G[K.G_PAGE_BITS] = int(math.log2(p.memory.page_kb * 1024))
-        G[K.G_IPAGE_BITS] = int(math.log2(p.memory.code_page_kb * 1024))
-        G[K.G_IWALK_LEVELS] = p.walk_levels("instruction")
+        G[L.G_ITLB0], G[L.G_ITLB1] = ichain[0], ichain[1]
+        G[L.G_DTLB0], G[L.G_DTLB1] = dchain[0], dchain[1]
+        G[L.G_PAGE_BITS] = int(math.log2(p.memory.page_kb * 1024))
+        G[L.G_IPAGE_BITS] = int(math.log2(p.memory.code_page_kb * 1024))
+        G[L.G_IWALK_LEVELS] = p.walk_levels("instruction")
         w = p.page_walk
-        G[K.G_WALK_KIND] = WALKS[w.kind]
-        G[K.G_WALK_LEVELS] = p.walk_levels()
-        G[K.G_WALK_BITS] = w.bits_per_level
-        G[K.G_WALK_LEVEL] = index[w.cache_level]
-        G[K.G_WALK_CACHED] = min(w.cached_levels, p.walk_levels() - 1)
-        G[K.G_WALK_POLLUTE] = int(w.pollute)
-        G[K.G_HTAB_PTEGS] = w.htab_kb * 1024 // 64
-        G[K.G_PTE_BYTES] = w.pte_bytes
-        G[K.G_MAPPING] = PAGE_MAPPINGS[p.memory.page_mapping]
+        G[L.G_WALK_KIND] = WALKS[w.kind]
+        G[L.G_WALK_LEVELS] = p.walk_levels()
+        G[L.G_WALK_BITS] = w.bits_per_level
+        G[L.G_WALK_LEVEL] = index[w.cache_level]
+        G[L.G_WALK_CACHED] = min(w.cached_levels, p.walk_levels() - 1)
+        G[L.G_WALK_POLLUTE] = int(w.pollute)
+        G[L.G_HTAB_PTEGS] = w.htab_kb * 1024 // 64
+        G[L.G_PTE_BYTES] = w.pte_bytes
+        G[L.G_MAPPING] = PAGE_MAPPINGS[p.memory.page_mapping]
         rng = np.random.default_rng(self.seed)
-        G[K.G_SALT] = int(rng.integers(0, 2**62))
-        G[K.G_RNG] = int(rng.integers(1, 2**62))
-        G[K.G_NLEVELS] = n
-        G[K.G_MEM_LAT] = p.memory.latency_cycles
-        G[K.G_TROW0] = n
-        G[K.G_MEMROW] = n + m
-        G[K.G_SCRROW] = n + m + 1
-        G[K.G_FRAMEROW] = n + m + 2
-        G[K.G_IP_STRIDE] = int(any(C[i, K.C_PF_KIND] & K.PF_IP_STRIDE for i in range(n)))
+        G[L.G_SALT] = int(rng.integers(0, 2**62))
+        G[L.G_RNG] = int(rng.integers(1, 2**62))
+        G[L.G_NLEVELS] = n
+        G[L.G_NTLBS] = m
+        G[L.G_MEM_LAT] = p.memory.latency_cycles
+        G[L.G_IP_STRIDE] = int(any(C[i, L.C_PF_KIND] & L.PF_IP_STRIDE for i in range(n)))
+        top = (top + 7) & ~7
+        G[L.G_SIZE] = top
 
-        # tags, then the PLRU bits of every set (C[.., C_SET0] / T_SET0 index the latter)
-        T = np.zeros(slot0 + set0, dtype=np.uint64)
-        T[:slot0] = K.EMPTY
-        C[:n, K.C_SET0] += slot0
-        C[n:n + m, K.T_SET0] += slot0
-        M = np.zeros((max(1, slot0), 4), dtype=np.uint64)
-        N = np.zeros((n + m + 2 + K.MAX_LEVELS, K.NCOL), dtype=np.int64)
-        N[:n, K.CN_LAST] = -1
-        N[n:n + m, K.TN_LAST] = -1
-        P = np.zeros((n, K.IPT_SIZE, 4), dtype=np.int64)
-        return K.MemState(C=C, G=G, T=T, M=M, N=N, P=P)
+        # one 64-byte aligned buffer (the view keeps its base alive)
+        raw = np.zeros(top + 8, dtype=np.int64)
+        off = (-raw.ctypes.data % 64) // 8
+        S = raw[off:off + top]
+        S[:L.NG] = G
+        S[L.C0:L.N0] = C.ravel()
+        for at, words in empty:
+            S[at:at + words] = -1             # EMPTY tags
+        for at, table in tables:
+            S[at:at + len(table)] = table
+        return L.MemState(S=S)
 
     # ------------------------------------------------------------------ running
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
@@ -186,41 +213,41 @@ class MemoryHierarchy:
     # ------------------------------------------------------------------ results
     def counters(self) -> dict:
         """Counters per cache level, per TLB and for memory, keyed by the platform file's names."""
-        N = self.state.N
-        G = self.state.G
+        v = L.views(self.state.S)
+        N = v.N
         levels = {}
-        demand = [K.SRC_IFETCH, K.SRC_LOAD, K.SRC_STORE, K.SRC_WALK]
+        demand = [L.SRC_IFETCH, L.SRC_LOAD, L.SRC_STORE, L.SRC_WALK]
         for i, name in enumerate(self.level_names):
             c = N[i]
-            acc = int(sum(c[K.CN_ACC + s] for s in demand))
-            miss = int(sum(c[K.CN_MISS + s] for s in demand))
+            acc = int(sum(c[L.CN_ACC + s] for s in demand))
+            miss = int(sum(c[L.CN_MISS + s] for s in demand))
             row = {"accesses": acc, "hits": acc - miss, "misses": miss,
                    "miss_ratio": (miss / acc) if acc else 0.0}
             for s in demand:
-                row[f"{SRC_NAMES[s]}_accesses"] = int(c[K.CN_ACC + s])
-                row[f"{SRC_NAMES[s]}_misses"] = int(c[K.CN_MISS + s])
+                row[f"{SRC_NAMES[s]}_accesses"] = int(c[L.CN_ACC + s])
+                row[f"{SRC_NAMES[s]}_misses"] = int(c[L.CN_MISS + s])
             row["data_accesses"] = row["load_accesses"] + row["store_accesses"]
             row["data_misses"] = row["load_misses"] + row["store_misses"]
-            row["sector_misses"] = int(c[K.CN_SECTOR_MISS])
-            row["straddling_accesses"] = int(c[K.CN_STRADDLE])
-            row["evictions"] = int(c[K.CN_EVICTIONS])
-            row["writebacks"] = int(c[K.CN_WRITEBACKS])
-            row["writebacks_received"] = int(c[K.CN_ACC + K.SRC_WRITEBACK])
-            row["back_invalidations"] = int(c[K.CN_BACK_INVAL])
-            row["prefetches_issued"] = int(c[K.CN_PF_ISSUED])
-            row["prefetches_useful"] = int(c[K.CN_PF_USEFUL])
-            row["prefetch_requests_received"] = int(c[K.CN_ACC + K.SRC_PREFETCH])
-            row["prefetch_requests_missed"] = int(c[K.CN_MISS + K.SRC_PREFETCH])
+            row["sector_misses"] = int(c[L.CN_SECTOR_MISS])
+            row["straddling_accesses"] = int(c[L.CN_STRADDLE])
+            row["evictions"] = int(c[L.CN_EVICTIONS])
+            row["writebacks"] = int(c[L.CN_WRITEBACKS])
+            row["writebacks_received"] = int(c[L.CN_ACC + L.SRC_WRITEBACK])
+            row["back_invalidations"] = int(c[L.CN_BACK_INVAL])
+            row["prefetches_issued"] = int(c[L.CN_PF_ISSUED])
+            row["prefetches_useful"] = int(c[L.CN_PF_USEFUL])
+            row["prefetch_requests_received"] = int(c[L.CN_ACC + L.SRC_PREFETCH])
+            row["prefetch_requests_missed"] = int(c[L.CN_MISS + L.SRC_PREFETCH])
             levels[name] = row
         tlbs = {}
         for i, name in enumerate(self.tlb_names):
-            c = N[G[K.G_TROW0] + i]
-            tlbs[name] = {"accesses": int(c[K.TN_ACC]), "misses": int(c[K.TN_MISS]),
-                          "hits": int(c[K.TN_ACC] - c[K.TN_MISS]), "walks": int(c[K.TN_WALKS]),
-                          "walk_memory_accesses": int(c[K.TN_WALK_ACC]),
-                          "walk_accesses_to_memory": int(c[K.TN_WALK_MEM])}
-        mem = N[G[K.G_MEMROW]]
-        memory = {f"{SRC_NAMES[s]}_reads": int(mem[s]) for s in range(K.NSRC) if s != K.SRC_WRITEBACK}
-        memory["reads"] = int(sum(mem[:K.NSRC]))
-        memory["writes"] = int(mem[K.MEM_WRITES])
+            c = N[L.TROW0 + i]
+            tlbs[name] = {"accesses": int(c[L.TN_ACC]), "misses": int(c[L.TN_MISS]),
+                          "hits": int(c[L.TN_ACC] - c[L.TN_MISS]), "walks": int(c[L.TN_WALKS]),
+                          "walk_memory_accesses": int(c[L.TN_WALK_ACC]),
+                          "walk_accesses_to_memory": int(c[L.TN_WALK_MEM])}
+        mem = N[L.MEMROW]
+        memory = {f"{SRC_NAMES[s]}_reads": int(mem[s]) for s in range(L.NSRC) if s != L.SRC_WRITEBACK}
+        memory["reads"] = int(sum(mem[:L.NSRC]))
+        memory["writes"] = int(mem[L.MEM_WRITES])
         return {"levels": levels, "tlbs": tlbs, "memory": memory}

@@ -1,0 +1,550 @@
+"""Numba kernels of the cache levels: lookup, replacement, fills, writebacks, prefetchers.
+
+Every function takes the raw address ``s`` of the state (see :mod:`simulator.memory.state` for the
+layout).  Semantics are documented in :mod:`simulator.memory.kernel`; the pure-Python reference in
+``tests/memref.py`` implements the same rules and the tests demand identical counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from simulator.memory.state import (
+    C0, C_ABOVE, C_BITS0, C_INCLUSIVE, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_NSETS, C_PF_DEGREE,
+    C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS, C_WRITE_ALLOC,
+    C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_ISSUED, CN_PF_USEFUL,
+    CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, F_WAY, FRAMEROW, G_NLEVELS,
+    I64, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE,
+    PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SRC_PREFETCH,
+    SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz, _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch,
+    _rand, _sector_mask, _set_of, _st)
+
+
+# ============================================================================ host-cache hints
+@njit(cache=True)
+def prefetch_sets(s, lvl, addr):
+    """Ask the host CPU for the tags and metadata of the sets ``addr`` maps to at ``lvl`` and every level
+    below: a miss path that will look them up soon overlaps their host-cache misses with its other work.
+    Changes no simulated state."""
+    while lvl >= 0:
+        c = C0 + lvl * NCOL
+        ways = _cfg(s, c + C_WAYS)
+        slot0 = _set_of(s, lvl, addr >> U64(_cfg(s, c + C_LINE_BITS))) * ways
+        t0 = _cfg(s, c + C_TAG0) + slot0
+        _prefetch(s, t0)
+        _prefetch(s, t0 + ways - 1)
+        m0 = _cfg(s, c + C_META0) + slot0 * MW
+        _prefetch(s, m0)
+        _prefetch(s, m0 + ways * MW - 1)
+        lvl = _cfg(s, c + C_NEXT)
+
+
+# ============================================================================ replacement
+@njit(cache=True)
+def _renumber(s, lvl):
+    """Before the level's 32-bit clock wraps: renumber the stamps of every set 1..ways in their order
+    (valid ways; an invalid way's stamp is never read).  Returns the largest stamp now in use."""
+    c = C0 + lvl * NCOL
+    ways = _cfg(s, c + C_WAYS)
+    meta0 = _cfg(s, c + C_META0)
+    rank = np.empty(ways, dtype=np.uint64)
+    for st in range(_cfg(s, c + C_NSETS) * _cfg(s, c + C_SLICES)):
+        m0 = meta0 + st * ways * MW
+        for w in range(ways):
+            rank[w] = U64(0)
+            if (_ldu(s, m0 + w * MW + M_VD) & LOW32) != 0:
+                mine = _ldu(s, m0 + w * MW + M_PS) >> U64(32)
+                r = U64(1)
+                for v in range(ways):
+                    if (_ldu(s, m0 + v * MW + M_VD) & LOW32) != 0 and (_ldu(s, m0 + v * MW + M_PS) >> U64(32)) < mine:
+                        r += U64(1)
+                rank[w] = r
+        for w in range(ways):
+            m = m0 + w * MW + M_PS
+            _st(s, m, (_ldu(s, m) & LOW32) | (rank[w] << U64(32)))
+    return ways
+
+
+@njit(cache=True)
+def _tick(s, lvl):
+    """The level's clock, advanced: the stamp of a touch (LRU) or of an install (LRU, FIFO)."""
+    i = N0 + lvl * NCOL + CN_CLOCK
+    clock = _ld(s, i) + 1
+    if clock > STAMP_MAX:
+        clock = _renumber(s, lvl) + 1
+    _st(s, i, clock)
+    return U64(clock)
+
+
+@njit(cache=True)
+def _touch(s, lvl, slot, set_id, way):
+    c = C0 + lvl * NCOL
+    policy = _cfg(s, c + C_POLICY)
+    if policy == 0:      # LRU
+        stamp = _tick(s, lvl)
+        m = _cfg(s, c + C_META0) + slot * MW + M_PS
+        _st(s, m, (_ldu(s, m) & LOW32) | (stamp << U64(32)))
+    elif policy == 1:    # tree PLRU
+        _plru_touch(s, _cfg(s, c + C_PLRU0), _cfg(s, c + C_BITS0) + set_id, way)
+    # FIFO and random: a hit changes nothing
+
+
+@njit(cache=True, inline="always")
+def _victim(s, c, m0, set_id, ways):
+    """The way to evict from the set whose metadata starts at ``m0``: an invalid way first (the lowest),
+    else by the replacement policy."""
+    policy = _cfg(s, c + C_POLICY)
+    if policy == 0 or policy == 2:
+        # LRU / FIFO: the oldest stamp; an invalid way has key 0, below every stamp (stamps start at 1),
+        # and the first of equal keys wins, so this is also "the lowest invalid way first"
+        way = 0
+        best = (_ldu(s, m0 + M_PS) >> U64(32)) if (_ldu(s, m0 + M_VD) & LOW32) != 0 else U64(0)
+        for w in range(1, ways):
+            m = m0 + w * MW
+            key = (_ldu(s, m + M_PS) >> U64(32)) if (_ldu(s, m + M_VD) & LOW32) != 0 else U64(0)
+            if key < best:
+                best = key
+                way = w
+        return way
+    for w in range(ways):
+        if (_ldu(s, m0 + w * MW + M_VD) & LOW32) == 0:
+            return w
+    if policy == 1:
+        return _plru_victim(s, _cfg(s, c + C_BITS0) + set_id, _cfg(s, c + C_WAY_BITS))
+    return I64(_rand(s) % U64(ways))
+
+
+# ============================================================================ installs and writebacks
+@njit(cache=True)
+def _invalidate_above(s, lvl, line_addr, nbytes):
+    """Back-invalidate [line_addr, +nbytes) in every level above ``lvl``.
+    Returns (lines invalidated, whether any of them was dirty)."""
+    count = 0
+    dirty = False
+    for k in range(MAX_LEVELS):
+        u = _cfg(s, C0 + lvl * NCOL + C_ABOVE + k)
+        if u < 0:
+            break
+        cu = C0 + u * NCOL
+        lb = _cfg(s, cu + C_LINE_BITS)
+        ways = _cfg(s, cu + C_WAYS)
+        a = line_addr
+        end = line_addr + U64(nbytes)
+        while a < end:
+            line = a >> U64(lb)
+            slot0 = _set_of(s, u, line) * ways
+            w = _find(s, _cfg(s, cu + C_TAG0) + slot0, ways, line)
+            if w >= 0:
+                slot = slot0 + w
+                m = _cfg(s, cu + C_META0) + slot * MW
+                if (_ldu(s, m + M_VD) >> U64(32)) != 0:
+                    dirty = True
+                _st(s, _cfg(s, cu + C_TAG0) + slot, EMPTY)
+                _st(s, m + M_VD, 0)
+                _st(s, m + M_PS, 0)
+                count += 1
+            a += U64(1) << U64(lb)
+    return count, dirty
+
+
+@njit(cache=True, inline="always")
+def _install(s, lvl, line, set_id, slot0, mask, dirty_mask, pref_mask):
+    """Put ``line`` into its set at ``lvl``, evicting a victim.
+
+    Returns (slot, victim address, victim bytes): the bytes are 0 unless the victim must be written back
+    (the caller sends it on with :func:`_writeback`)."""
+    c = C0 + lvl * NCOL
+    n = N0 + lvl * NCOL
+    ways = _cfg(s, c + C_WAYS)
+    meta0 = _cfg(s, c + C_META0)
+    way = _victim(s, c, meta0 + slot0 * MW, set_id, ways)
+    slot = slot0 + way
+    ti = _cfg(s, c + C_TAG0) + slot
+    m = meta0 + slot * MW
+    wb_addr = U64(0)
+    wb_bytes = 0
+    vd = _ldu(s, m + M_VD)
+    if (vd & LOW32) != 0:
+        victim_line = _ldu(s, ti)
+        victim_dirty = (vd >> U64(32)) != 0
+        lb = _cfg(s, c + C_LINE_BITS)
+        _add(s, n + CN_EVICTIONS, 1)
+        _st(s, ti, EMPTY)
+        _st(s, m + M_VD, 0)
+        _st(s, m + M_PS, 0)
+        if _cfg(s, c + C_INCLUSIVE) != 0:
+            n_inv, up_dirty = _invalidate_above(s, lvl, victim_line << U64(lb), I64(1) << lb)
+            _add(s, n + CN_BACK_INVAL, n_inv)
+            victim_dirty = victim_dirty or up_dirty
+        if victim_dirty:
+            _add(s, n + CN_WRITEBACKS, 1)
+            wb_addr = victim_line << U64(lb)
+            wb_bytes = I64(1) << lb
+    _st(s, ti, line)
+    _st(s, m + M_VD, mask | (dirty_mask << U64(32)))
+    policy = _cfg(s, c + C_POLICY)
+    if policy == 0 or policy == 2:
+        _st(s, m + M_PS, pref_mask | (_tick(s, lvl) << U64(32)))
+    else:
+        _st(s, m + M_PS, pref_mask)
+        if policy == 1:
+            _plru_touch(s, _cfg(s, c + C_PLRU0), _cfg(s, c + C_BITS0) + set_id, way)
+    return slot, wb_addr, wb_bytes
+
+
+@njit(cache=True)
+def _writeback(s, lvl, addr, nbytes):
+    """A dirty victim of ``nbytes`` at ``addr`` travels down from level ``lvl`` (-1: memory) until a
+    write-back level absorbs it; installing it may evict further dirty victims, which travel on."""
+    while nbytes > 0:
+        if lvl < 0:
+            _add(s, N0 + MEMROW * NCOL + MEM_WRITES, 1)
+            return
+        c = C0 + lvl * NCOL
+        _add(s, N0 + lvl * NCOL + CN_ACC + SRC_WRITEBACK, 1)
+        lb = _cfg(s, c + C_LINE_BITS)
+        line = addr >> U64(lb)
+        set_id = _set_of(s, lvl, line)
+        ways = _cfg(s, c + C_WAYS)
+        slot0 = set_id * ways
+        nsect = _cfg(s, c + C_NSECT)
+        mask = _sector_mask(addr, nbytes, _cfg(s, c + C_SECTOR_BITS), nsect)
+        w = _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line)
+        m = _cfg(s, c + C_META0) + (slot0 + w) * MW + M_VD
+        if _cfg(s, c + C_WRITE_BACK) == 0:
+            # write-through level: a present copy takes the data, which goes on down
+            if w >= 0:
+                _st(s, m, _ldu(s, m) | mask)
+            lvl = _cfg(s, c + C_NEXT)
+            continue
+        if w >= 0:
+            _st(s, m, _ldu(s, m) | mask | (mask << U64(32)))
+            return
+        _add(s, N0 + lvl * NCOL + CN_MISS + SRC_WRITEBACK, 1)
+        nxt = _cfg(s, c + C_NEXT)
+        if _cfg(s, c + C_WRITE_ALLOC) == 0:
+            lvl = nxt
+            continue
+        # the written range comes with the victim: installed without a fill (a larger unsectored line
+        # is taken as wholly written)
+        full = (U64(1) << U64(nsect)) - U64(1)
+        valid = mask if (nsect > 1 and nbytes < (I64(1) << lb)) else full
+        _, addr, nbytes = _install(s, lvl, line, set_id, slot0, valid, valid, U64(0))
+        lvl = nxt
+
+
+# ============================================================================ fills and requests
+@njit(cache=True)
+def _range_of(mask, line, line_bits, sector_bits):
+    """First byte address and length of the sector range spanned by ``mask`` (non-zero) in ``line``."""
+    first = _ctz(mask)
+    last = 63 - _clz(mask)
+    base = (line << U64(line_bits)) + (U64(first) << U64(sector_bits))
+    return base, (last - first + 1) << sector_bits
+
+
+@njit(cache=True)
+def _note_miss(s, lvl, line):
+    """Note a demand miss at a level with miss-triggered prefetchers (they run after the access)."""
+    k = _ld(s, SCR + S_NMISSED)
+    _st(s, SCR + S_MISSED + k, lvl)
+    _st(s, SCR + S_MISSED_LINE + k, line)
+    _st(s, SCR + S_NMISSED, k + 1)
+
+
+@njit(cache=True)
+def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
+    """Service a miss of sectors ``mask`` of ``line`` at ``lvl`` (way ``w`` if the tag is present).
+
+    Down phase: each lower level looks up the missing range (counting one access) until one hits or
+    memory supplies it.  Up phase: the line is installed at each missing level, deepest first (fetch
+    first, then evict).  Returns the supplying level (G_NLEVELS for memory).  With ``record``, the
+    levels that missed and have miss-triggered prefetchers are noted for them."""
+    n = _cfg(s, G_NLEVELS)
+    fr = N0 + FRAMEROW * NCOL
+    depth = 0
+    _st(s, fr + F_LVL, lvl)
+    _st(s, fr + F_WAY, w)
+    _st(s, fr + F_SET, set_id)
+    _st(s, fr + F_SLOT0, slot0)
+    _st(s, fr + F_MASK, mask)
+    _st(s, fr + F_LINE, line)
+    c = C0 + lvl * NCOL
+    if record and (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
+        _note_miss(s, lvl, line)
+    missing = mask if w < 0 else (mask & ~_ldu(s, _cfg(s, c + C_META0) + (slot0 + w) * MW + M_VD))
+    req_addr, req_bytes = _range_of(missing, line, _cfg(s, c + C_LINE_BITS), _cfg(s, c + C_SECTOR_BITS))
+    cur = _cfg(s, c + C_NEXT)
+    served = n
+    while cur >= 0:
+        cc = C0 + cur * NCOL
+        cn = N0 + cur * NCOL
+        lb = _cfg(s, cc + C_LINE_BITS)
+        cline = req_addr >> U64(lb)
+        cset = _set_of(s, cur, cline)
+        cways = _cfg(s, cc + C_WAYS)
+        cslot0 = cset * cways
+        cm0 = _cfg(s, cc + C_META0) + cslot0 * MW
+        _prefetch(s, cm0)                          # the set's metadata, while its tags are compared
+        _prefetch(s, cm0 + cways * MW - 1)
+        cmask = _sector_mask(req_addr, req_bytes, _cfg(s, cc + C_SECTOR_BITS), _cfg(s, cc + C_NSECT))
+        _add(s, cn + CN_ACC + src, 1)
+        cw = _find(s, _cfg(s, cc + C_TAG0) + cslot0, cways, cline)
+        m = cm0 + cw * MW
+        if cw >= 0 and (_ldu(s, m + M_VD) & cmask) == cmask:
+            _touch(s, cur, cslot0 + cw, cset, cw)
+            if _ldu(s, m + M_PS) & cmask:
+                _add(s, cn + CN_PF_USEFUL, 1)
+                _st(s, m + M_PS, _ldu(s, m + M_PS) & ~cmask)
+            served = cur
+            break
+        _add(s, cn + CN_MISS + src, 1)
+        if cw >= 0:
+            _add(s, cn + CN_SECTOR_MISS, 1)
+        depth += 1
+        f = fr + depth * NCOL
+        _st(s, f + F_LVL, cur)
+        _st(s, f + F_WAY, cw)
+        _st(s, f + F_SET, cset)
+        _st(s, f + F_SLOT0, cslot0)
+        _st(s, f + F_MASK, cmask)
+        _st(s, f + F_LINE, cline)
+        if record and (_cfg(s, cc + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
+            _note_miss(s, cur, cline)
+        missing = cmask if cw < 0 else (cmask & ~_ldu(s, m + M_VD))
+        req_addr, req_bytes = _range_of(missing, cline, lb, _cfg(s, cc + C_SECTOR_BITS))
+        cur = _cfg(s, cc + C_NEXT)
+    if served == n:
+        _add(s, N0 + MEMROW * NCOL + src, 1)
+    slot = -1
+    for d in range(depth, -1, -1):
+        f = fr + d * NCOL
+        lv = _ld(s, f + F_LVL)
+        lw = _ld(s, f + F_WAY)
+        lset = _ld(s, f + F_SET)
+        lslot0 = _ld(s, f + F_SLOT0)
+        lmask = _ldu(s, f + F_MASK)
+        lline = _ldu(s, f + F_LINE)
+        pm = pref_mask if d == 0 else U64(0)
+        lc = C0 + lv * NCOL
+        if lw >= 0 and _ldu(s, _cfg(s, lc + C_TAG0) + lslot0 + lw) == lline:
+            slot = lslot0 + lw
+            m = _cfg(s, lc + C_META0) + slot * MW
+            vd = _ldu(s, m + M_VD)
+            _st(s, m + M_PS, _ldu(s, m + M_PS) | (pm & ~vd))
+            _st(s, m + M_VD, vd | lmask)
+            _touch(s, lv, slot, lset, lw)
+        else:
+            # (a present tag may have been back-invalidated by an inclusive level below meanwhile)
+            slot, wb_addr, wb_bytes = _install(s, lv, lline, lset, lslot0, lmask, U64(0), pm)
+            if wb_bytes > 0:
+                _writeback(s, _cfg(s, lc + C_NEXT), wb_addr, wb_bytes)
+    _st(s, SCR + S_FILL_SLOT, slot)
+    return served
+
+
+@njit(cache=True, inline="always")
+def request(s, lvl, addr, nbytes, src, write, count, record):
+    """A demand request of ``nbytes`` (within one line) at ``addr`` arriving at level ``lvl``.
+
+    Reads stop at the first level that hits.  Writes are absorbed by the first write-back level (which
+    allocates on a miss when it write-allocates); write-through and no-write-allocate levels pass the
+    write on.  ``count=False`` leaves the first level's access/miss counters to the caller.  Returns
+    the level that supplied the data (G_NLEVELS for memory)."""
+    n = _cfg(s, G_NLEVELS)
+    served = n
+    if record:
+        _st(s, SCR + S_NMISSED, 0)
+    first = True
+    while lvl >= 0:
+        c = C0 + lvl * NCOL
+        cn = N0 + lvl * NCOL
+        lb = _cfg(s, c + C_LINE_BITS)
+        line = addr >> U64(lb)
+        set_id = _set_of(s, lvl, line)
+        ways = _cfg(s, c + C_WAYS)
+        slot0 = set_id * ways
+        m0 = _cfg(s, c + C_META0) + slot0 * MW
+        _prefetch(s, m0)
+        _prefetch(s, m0 + ways * MW - 1)
+        mask = _sector_mask(addr, nbytes, _cfg(s, c + C_SECTOR_BITS), _cfg(s, c + C_NSECT))
+        do_count = count or not first
+        if do_count:
+            _add(s, cn + CN_ACC + src, 1)
+        w = _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line)
+        m = m0 + w * MW
+        if w >= 0 and (_ldu(s, m + M_VD) & mask) == mask:
+            _touch(s, lvl, slot0 + w, set_id, w)
+            if _ldu(s, m + M_PS) & mask:
+                _add(s, cn + CN_PF_USEFUL, 1)
+                _st(s, m + M_PS, _ldu(s, m + M_PS) & ~mask)
+            if first:
+                served = lvl
+            if not write:
+                return served
+            if _cfg(s, c + C_WRITE_BACK) != 0:
+                _st(s, m + M_VD, _ldu(s, m + M_VD) | (mask << U64(32)))
+                return served
+        else:
+            if do_count:
+                _add(s, cn + CN_MISS + src, 1)
+                if w >= 0:
+                    _add(s, cn + CN_SECTOR_MISS, 1)
+            if not (write and _cfg(s, c + C_WRITE_ALLOC) == 0):
+                r = _fill(s, lvl, line, set_id, slot0, w, mask, src, U64(0), record and first)
+                if first:
+                    served = r
+                if not write:
+                    return served
+                if _cfg(s, c + C_WRITE_BACK) != 0:
+                    fm = _cfg(s, c + C_META0) + _ld(s, SCR + S_FILL_SLOT) * MW + M_VD
+                    _st(s, fm, _ldu(s, fm) | (mask << U64(32)))
+                    return served
+        # the write goes on to the next level
+        first = False
+        lvl = _cfg(s, c + C_NEXT)
+    _add(s, N0 + MEMROW * NCOL + MEM_WRITES, 1)
+    return served
+
+
+@njit(cache=True, inline="always")
+def line_miss(s, lvl, addr, nbytes, src, write, record):
+    """request() for the commonest miss, without its generality: an access (one line, counted here; with
+    ``record``, noted for prefetchers) whose line is absent at ``lvl`` (write-back and write-allocate for a
+    write).
+    When the next level holds the missing range, the fill is done here, else by _fill().  The same updates
+    as request() in the same order.  Returns the supplying level, or -1 (nothing changed) when the case
+    does not apply."""
+    c = C0 + lvl * NCOL
+    if write & ((_cfg(s, c + C_WRITE_BACK) == 0) | (_cfg(s, c + C_WRITE_ALLOC) == 0)):
+        return -1
+    lb = _cfg(s, c + C_LINE_BITS)
+    line = addr >> U64(lb)
+    set_id = _set_of(s, lvl, line)
+    ways = _cfg(s, c + C_WAYS)
+    slot0 = set_id * ways
+    if _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line) >= 0:
+        return -1
+    sb = _cfg(s, c + C_SECTOR_BITS)
+    mask = _sector_mask(addr, nbytes, sb, _cfg(s, c + C_NSECT))
+    # request(): the first level counts the access and the miss
+    cn = N0 + lvl * NCOL
+    _add(s, cn + CN_ACC + src, 1)
+    _add(s, cn + CN_MISS + src, 1)
+    if record:
+        _st(s, SCR + S_NMISSED, 0)
+    nxt = _cfg(s, c + C_NEXT)
+    served = -1
+    if nxt >= 0:
+        req_addr, req_bytes = _range_of(mask, line, lb, sb)
+        cc = C0 + nxt * NCOL
+        cline = req_addr >> U64(_cfg(s, cc + C_LINE_BITS))
+        cset = _set_of(s, nxt, cline)
+        cways = _cfg(s, cc + C_WAYS)
+        cslot0 = cset * cways
+        cmask = _sector_mask(req_addr, req_bytes, _cfg(s, cc + C_SECTOR_BITS), _cfg(s, cc + C_NSECT))
+        cw = _find(s, _cfg(s, cc + C_TAG0) + cslot0, cways, cline)
+        m = _cfg(s, cc + C_META0) + (cslot0 + cw) * MW
+        if cw >= 0 and (_ldu(s, m + M_VD) & cmask) == cmask:
+            # _fill() with the next level hitting: note the miss, count and touch the hit, install above
+            if record and (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
+                _note_miss(s, lvl, line)
+            _add(s, N0 + nxt * NCOL + CN_ACC + src, 1)
+            _touch(s, nxt, cslot0 + cw, cset, cw)
+            if _ldu(s, m + M_PS) & cmask:
+                _add(s, N0 + nxt * NCOL + CN_PF_USEFUL, 1)
+                _st(s, m + M_PS, _ldu(s, m + M_PS) & ~cmask)
+            slot, wb_addr, wb_bytes = _install(s, lvl, line, set_id, slot0, mask, U64(0), U64(0))
+            if wb_bytes > 0:
+                _writeback(s, nxt, wb_addr, wb_bytes)
+            _st(s, SCR + S_FILL_SLOT, slot)
+            served = nxt
+    if served < 0:
+        served = _fill(s, lvl, line, set_id, slot0, -1, mask, src, U64(0), record)
+    fm = _cfg(s, c + C_META0) + _ld(s, SCR + S_FILL_SLOT) * MW + M_VD
+    _st(s, fm, _ldu(s, fm) | ((mask << U64(32)) * U64(write)))     # a write dirties the filled line
+    return served
+
+
+# ============================================================================ prefetchers
+@njit(cache=True, inline="always")
+def prefetch_line(s, lvl, line, mask):
+    """Bring sectors ``mask`` of ``line`` into ``lvl`` unless present; counts an issued prefetch."""
+    c = C0 + lvl * NCOL
+    set_id = _set_of(s, lvl, line)
+    ways = _cfg(s, c + C_WAYS)
+    slot0 = set_id * ways
+    w = _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line)
+    if w >= 0:
+        mask = mask & ~_ldu(s, _cfg(s, c + C_META0) + (slot0 + w) * MW + M_VD)
+        if mask == 0:
+            return
+    _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
+    _fill(s, lvl, line, set_id, slot0, w, mask, SRC_PREFETCH, mask, False)
+
+
+@njit(cache=True)
+def _prefetch_after_demand(s):
+    """Run the miss-triggered prefetchers of every level the last demand request missed, top down: per
+    level the other sectors of the line, then the buddy line, then the next lines."""
+    k = _ld(s, SCR + S_NMISSED)
+    if k == 0:
+        return
+    _st(s, SCR + S_NMISSED, 0)
+    for i in range(k):
+        lvl = _ld(s, SCR + S_MISSED + i)
+        c = C0 + lvl * NCOL
+        kinds = _cfg(s, c + C_PF_KIND)
+        line = _ldu(s, SCR + S_MISSED_LINE + i)
+        full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
+        page_lines = U64(1) << U64(max(12 - _cfg(s, c + C_LINE_BITS), 0))   # prefetches stay in a 4 KB page
+        for j in range(2 + _cfg(s, c + C_PF_DEGREE)):
+            if j == 0:
+                if (kinds & PF_ADJACENT_SECTOR) == 0:
+                    continue
+                target = line                      # the sectors not yet valid
+            elif j == 1:
+                if (kinds & PF_ADJACENT_LINE) == 0 or page_lines == U64(1):
+                    continue
+                target = line ^ U64(1)
+            else:
+                if (kinds & PF_NEXT_LINE) == 0:
+                    break
+                target = line + U64(j - 1)
+                if target // page_lines != line // page_lines:
+                    break
+            prefetch_line(s, lvl, target, full)
+
+
+@njit(cache=True)
+def train_ip_stride(s, lvl, pc, addr):
+    """IP-based stride prefetcher at ``lvl``: one table entry per (hashed) load PC; two equal
+    consecutive non-zero line strides arm it, and each further access prefetches degree strides ahead."""
+    c = C0 + lvl * NCOL
+    lb = _cfg(s, c + C_LINE_BITS)
+    line = I64(addr >> U64(lb))
+    key = I64(pc & U64(0x7FFFFFFFFFFFFFFF))
+    e = P0 + (lvl * IPT_SIZE + I64(_mix64(pc) % U64(IPT_SIZE))) * 4
+    if _ld(s, e) != key:
+        _st(s, e, key)
+        _st(s, e + 1, line)
+        _st(s, e + 2, 0)
+        _st(s, e + 3, 0)
+        return
+    stride = line - _ld(s, e + 1)
+    if stride == 0:
+        return
+    if stride == _ld(s, e + 2):
+        if _ld(s, e + 3) < 3:
+            _add(s, e + 3, 1)
+    else:
+        _st(s, e + 2, stride)
+        _st(s, e + 3, 0)
+    _st(s, e + 1, line)
+    if _ld(s, e + 3) >= 1:
+        target = line + _cfg(s, c + C_PF_DEGREE) * stride
+        page_shift = max(12 - lb, 0)
+        if target >= 0 and (target >> page_shift) == (line >> page_shift):
+            full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
+            prefetch_line(s, lvl, U64(target), full)
