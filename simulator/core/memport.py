@@ -1,8 +1,8 @@
 """The core's port to the memory hierarchy: the one module that knows the memory kernel's calling
 convention.
 
-The core kernel receives ``MemoryHierarchy.state`` as one tuple, turns it into raw-pointer views once per
-call (:func:`views`; no reference counting per access), and per instruction calls :func:`fetch` and
+The core kernel receives ``MemoryHierarchy.state`` as one tuple, takes the raw address of its one state array
+once per call (:func:`views`; no reference counting per access), and per instruction calls :func:`fetch` and
 :func:`data`, which return the supplying level (levels from the core outwards, memory = number of
 levels), then reads the translation outcome of that access with :func:`tlb_outcome` (0 first-level TLB
 hit, 1 second-level hit, 2 page walk) and :func:`walk_cycles`.
@@ -20,27 +20,28 @@ from simulator.memory import kernel as MK
 
 @njit(cache=True, inline="always")
 def views(mem):
-    return MK.unmanaged(mem[0], mem[1], mem[2], mem[3], mem[4], mem[5])
+    """The raw address of the memory state array (``MemoryHierarchy.state`` keeps it alive)."""
+    return mem[0].ctypes.data
 
 
 @njit(cache=True)
 def fetch(mv, vaddr, size):
-    return MK.fetch_access(mv[0], mv[1], mv[2], mv[3], mv[4], vaddr, size)
+    return MK._fetch(mv, vaddr, size)
 
 
 @njit(cache=True)
 def data(mv, vaddr, size, kind, pc):
-    return MK.data_access(mv[0], mv[1], mv[2], mv[3], mv[4], mv[5], vaddr, size, kind, pc)
+    return MK._data(mv, vaddr, size, kind, pc)
 
 
 @njit(cache=True, inline="always")
 def tlb_outcome(mv):
-    return mv[4][mv[1][MK.G_SCRROW], MK.S_TLB]
+    return MK._ld(mv, MK.SCR_TLB)
 
 
 @njit(cache=True, inline="always")
 def walk_cycles(mv):
-    return mv[4][mv[1][MK.G_SCRROW], MK.S_WALK_CYCLES]
+    return MK._ld(mv, MK.SCR_WALK_CYCLES)
 
 
 @njit(cache=True)
