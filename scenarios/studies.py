@@ -17,6 +17,7 @@ import pandas as pd
 # study kind -> "module:Class"
 STUDY_MODULES = {
     "cachesim": "scenarios.cachesim_study:CachesimStudy",
+    "hbench-gc": "scenarios.hbench_study:HbenchGcStudy",
 }
 
 
