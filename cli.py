@@ -49,6 +49,18 @@ def echo_json(doc) -> None:
     typer.echo(to_json(doc))
 
 
+def report_analysis(warnings, doc, summary, as_json: bool, out) -> None:
+    """The common ending of an analysis command: warnings on stderr, then JSON or the summary."""
+    for warning in warnings:
+        typer.echo(f"whatif: warning: {warning}", err=True)
+    if as_json:
+        echo_json(doc)
+    else:
+        typer.echo(str(summary))
+    if out is not None:
+        typer.echo(f"results written to {out}", err=as_json)
+
+
 # --------------------------------------------------------------------------- list / show
 @app.command("list")
 @command
@@ -216,14 +228,7 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
     res, doc = regress_command.regress_command(
         data, response, predictors=predictors, exclude=exclude, out=out, progress=not as_json,
         order=order, prune=prune, bic=bic, hierarchy=hierarchy, redundancy_cut=redundancy, folds=folds, seed=seed)
-    for warning in res.warnings:
-        typer.echo(f"whatif: warning: {warning}", err=True)
-    if as_json:
-        echo_json(doc)
-    else:
-        typer.echo(str(res.summary()))
-    if out is not None:
-        typer.echo(f"results written to {out}", err=as_json)
+    report_analysis(res.warnings, doc, res.summary(), as_json, out)
 
 
 # --------------------------------------------------------------------------- similarity (seed 002)
@@ -266,14 +271,31 @@ def similarity_cmd(
         method=method, stop_rule=stop_rule, stalls=stalls, cycles=cycles, instructions=instructions,
         on_constant=on_constant, run_times=run_times, matrix=matrix, seed=seed, out=out, csv=csv,
         progress=not as_json)
-    for w in results.warnings:
-        typer.echo(f"whatif: warning: {w}", err=True)
-    if as_json:
-        echo_json(doc)
-    else:
-        typer.echo(str(results.summary()))
-        if out is not None:
-            typer.echo(f"results written to {out}")
+    report_analysis(results.warnings, doc, results.summary(), as_json, out)
+
+
+# --------------------------------------------------------------------------- mine (FlowGSP, seed 001)
+@app.command("mine")
+@command
+def mine_cmd(profile: Path = typer.Argument(..., help="EFG as JSON (interchange format) or a SQLite profile database"),
+             gap: int = typer.Option(0, "--gap", help="maximum gap g_max between windows"),
+             window: int = typer.Option(0, "--window", help="maximum window size w_max (a window spans w_max+1 vertices)"),
+             generations: int = typer.Option(10, "--generations", help="number of generations n_gen"),
+             min_support: float = typer.Option(0.01, "--min-support", help="S_M threshold, in [0, 1]"),
+             min_diff_support: float = typer.Option(0.01, "--min-diff-support", help="S_D threshold, in [0, 1]"),
+             workers: Optional[int] = typer.Option(None, "--workers", help="local worker threads (default: all cores)"),
+             cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786"),
+             top: Optional[int] = typer.Option(None, "--top", help="print only the N sequences with the largest S_M"),
+             out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (Parquet, report.html)"),
+             as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """Mine an execution flow graph for frequent or costly attribute sequences (FlowGSP)."""
+    from scenarios import mine_command
+
+    results, doc = mine_command.mine_command(profile, gap=gap, window=window, generations=generations,
+                                             min_support=min_support, min_diff_support=min_diff_support,
+                                             workers=workers, cluster=cluster, top=top, out=out,
+                                             progress=not as_json)
+    report_analysis([], doc, results.summary(top=top or 25).as_text(), as_json, out)
 
 
 # --------------------------------------------------------------------------- gc (seed 003, heap simulator)

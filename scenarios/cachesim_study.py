@@ -90,6 +90,16 @@ def simulate(platform, trace: Trace, seed: int, progress=None) -> tuple[dict, fl
     return h.counters(), h.simulation_seconds
 
 
+def compile_kernels(progress: bool) -> None:
+    """Load the numba kernels (compiling them on the very first run, which takes about a minute)
+    under a status line, so that the first run does not look stuck."""
+    from scenarios.progress import status
+
+    empty = np.zeros(0, np.uint64)
+    with status("whatif: loading the simulation kernels (compiled once, then cached)", enabled=progress):
+        MemoryHierarchy(load_platform("mpc7447a")).run(empty, empty.astype(np.uint16), empty.astype(np.uint8))
+
+
 def simulate_run(run, trace: Trace, progress=None) -> tuple[dict, float]:
     """One run of the study (module level, so that Dask workers can import it)."""
     return simulate(load_platform(run.platform, run.overrides), trace, seed=run.seed, progress=progress)
@@ -114,6 +124,7 @@ def cachesim_command(trace_path: Path, platform_name: str, overrides: list[str],
 
     platform = load_platform(platform_name, overrides)   # validate the platform before reading the trace
     trace = read_trace(trace_path, fmt)
+    compile_kernels(progress)
     with progress_bar(len(trace), "simulating accesses", enabled=progress) as advance:
         counters, seconds = simulate(platform, trace, seed=0, progress=advance)
     return {"platform": platform.name, "trace": str(trace_path), "trace_accesses": len(trace),
@@ -221,6 +232,7 @@ class CachesimStudy:
         except SimulatorInputError as exc:
             raise ScenarioError(f"{ctx.source}: trace: {exc}") from None
         summary = trace_summary(trace)
+        compile_kernels(ctx.progress)
         runs_out = []
         total_seconds = 0.0
         with progress_bar(len(trace) * len(ctx.runs), "cachesim", enabled=ctx.progress) as advance:

@@ -222,9 +222,17 @@ class PMU(_Strict):
     fixed_counters: NonNegativeInt = 0
     fixed_events: list[str] = []
     events: list[str]
+    sources: dict[str, str] = {}
 
     @model_validator(mode="after")
     def _check(self) -> "PMU":
+        import re
+
+        for event, formula in self.sources.items():
+            if event not in self.events:
+                raise ValueError(f"sources: {event!r} is not in the event list")
+            if not re.fullmatch(r"\s*[A-Za-z_][\w.]*(\s*[-+]\s*[A-Za-z_][\w.]*)*\s*", formula):
+                raise ValueError(f"sources.{event}: {formula!r} is not a sum or difference of counter names")
         if len(set(self.events)) != len(self.events):
             dup = next(e for e in self.events if self.events.count(e) > 1)
             raise ValueError(f"event {dup!r} listed twice")

@@ -1,0 +1,16 @@
+"""FlowGSP (seed 001): mining execution flow graphs for frequent and costly attribute sequences.
+
+See ``models/flowgsp/README.md`` for the semantics, the file formats and where they depart from the
+seed's pseudo-code.
+"""
+
+from models.flowgsp.engine import FlowGSP, Progress, count_candidates
+from models.flowgsp.formats import parse_json, read_json, read_profile, to_json_text, write_json
+from models.flowgsp.graph import EFG
+from models.flowgsp.profile_db import efg_from_tables, read_sqlite, read_tables, write_tables
+from models.flowgsp.results import FlowGSPResults, GenerationStats, SequenceSupport
+from models.flowgsp.synthetic import synthetic_efg, synthetic_profile
+
+__all__ = ["EFG", "FlowGSP", "FlowGSPResults", "GenerationStats", "Progress", "SequenceSupport",
+           "count_candidates", "efg_from_tables", "parse_json", "read_json", "read_profile", "read_sqlite",
+           "read_tables", "synthetic_efg", "synthetic_profile", "to_json_text", "write_json", "write_tables"]
