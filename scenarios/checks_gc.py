@@ -52,7 +52,7 @@ def knee_at_line(quick: bool) -> list[CheckResult]:
             rows += [r for r in run_microbenchmark(platform, int(h), 32, 64, 28) if r["step"] == "empty"]
         costs = GcCostModel().fit(pd.DataFrame(rows))
         for which in ("dead", "live"):
-            k = costs.knee(which, tol=0.05)
+            k = costs.knee(which)
             out.append(CheckResult(f"gc: {name} C_{which}(s) stops rising at the {llc.line_bytes}-byte line",
                                    expected, k, abs(k - expected) <= 8,
                                    f"per-object cost (ns) at {sizes}: "

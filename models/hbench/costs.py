@@ -166,20 +166,21 @@ class GcCostResults:
                              "c_live_ms_per_object": t["c_live"] * 1e3,
                              "c_dead_ms_per_object": t["c_dead"] * 1e3})
 
-    def knee(self, which: str = "dead", tol: float = 0.05) -> float:
-        """Smallest measured size from which C(s) stays within ``tol`` of its value at the largest size
-        up to 132 bytes (where the rise of seed Figures 5-3 and 5-6 ends)."""
-        t = self.table[self.table["object_size"] <= 132]
-        if t.empty:
-            t = self.table
-        c = t[f"c_{which}"].to_numpy()
-        s = t["object_size"].to_numpy()
-        ref = c[-1]
-        flat = np.abs(c - ref) <= tol * abs(ref)
-        k = len(c) - 1
-        while k > 0 and flat[k - 1]:
-            k -= 1
-        return float(s[k])
+    def knee(self, which: str = "dead", max_size: float = 132.0) -> float:
+        """The object size where the rise of C(s) ends (seed Figures 5-3, 5-6): the break of the best
+        two-piece fit, a line up to the break and a constant from it on, over sizes up to ``max_size``."""
+        t = self.table[self.table["object_size"] <= max_size]
+        s = t["object_size"].to_numpy(float)
+        c = t[f"c_{which}"].to_numpy(float)
+        if len(s) < 4:
+            return float(s[-1]) if len(s) else float("nan")
+        best, best_k = np.inf, len(s) - 1
+        for k in range(2, len(s) - 1):
+            coef = np.polyfit(s[:k + 1], c[:k + 1], 1)
+            sse = float(((np.polyval(coef, s[:k + 1]) - c[:k + 1]) ** 2).sum() + ((c[k:] - c[k:].mean()) ** 2).sum())
+            if sse < best - 1e-30:
+                best, best_k = sse, k
+        return float(s[best_k])
 
     def to_dict(self) -> dict[str, Any]:
         return {

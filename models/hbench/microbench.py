@@ -102,10 +102,11 @@ class MicrobenchPlan:
         for s in self.object_sizes:
             ob = object_bytes(s, self.header_bytes)
             nl = self._lists(s)
-            for v in self.volumes_mb:
-                length = max(1, math.ceil(v * sc * MB / (nl * ob)))
-                heap = max(size_heap, int(1.25 * nl * length * ob) + 4 * nl + 4096)
-                out.append(dict(purpose="size", heap_bytes=heap // 8 * 8, n_lists=nl, list_length=length,
+            lengths = [max(1, math.ceil(v * sc * MB / (nl * ob))) for v in self.volumes_mb]
+            # one heap per size (the regression over counts holds heap size fixed), large enough for the most
+            heap = max(size_heap, int(1.25 * nl * max(lengths) * ob) + 4 * nl + 4096) // 8 * 8
+            for length in lengths:
+                out.append(dict(purpose="size", heap_bytes=heap, n_lists=nl, list_length=length,
                                 object_size=s, fields=1, twin=False))
         s = self.connectivity_object_size
         nl = self._lists(s)
@@ -119,18 +120,26 @@ class MicrobenchPlan:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
-def _numeric(df: pd.DataFrame, col: str, source: str, positive: bool = False, nonneg: bool = True) -> pd.Series:
+def _fmt(v) -> str:
+    v = v.item() if hasattr(v, "item") else v
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return repr(v)
+
+
+def _numeric(df: pd.DataFrame, col: str, source: str, positive: bool = False, nonneg: bool = True,
+             allow_missing: bool = False) -> pd.Series:
     s = pd.to_numeric(df[col], errors="coerce")
-    bad = s.isna()
+    bad = s.isna() & ~(df[col].isna() if allow_missing else False)
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
-        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: not a number ({df[col].iloc[row]!r})")
+        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: not a number ({_fmt(df[col].iloc[row])})")
     if positive and (s <= 0).any():
         row = int((s <= 0).to_numpy().nonzero()[0][0])
-        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: must be > 0, got {s.iloc[row]!r}")
+        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: must be > 0, got {_fmt(s.iloc[row])}")
     if nonneg and (s < 0).any():
         row = int((s < 0).to_numpy().nonzero()[0][0])
-        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: must be >= 0, got {s.iloc[row]!r}")
+        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: must be >= 0, got {_fmt(s.iloc[row])}")
     return s
 
 
@@ -179,5 +188,5 @@ def normalise_microbench(df: pd.DataFrame, source: str = "microbenchmark table")
         out["purpose"] = ["fanin" if fi > 1 else "fanout" if f > 1 else "size"
                           for f, fi in zip(out["fields"], out["fan_in"])]
     if "memory_reads" in cols:
-        out["memory_reads"] = _numeric(df, "memory_reads", source).to_numpy()
+        out["memory_reads"] = _numeric(df, "memory_reads", source, allow_missing=True).to_numpy()
     return out

@@ -91,7 +91,7 @@ class AppProfile:
         out = pd.DataFrame({"gc": _numeric(log, "gc", source).astype(np.int64).to_numpy()})
         if out["gc"].duplicated().any():
             row = int(out["gc"].duplicated().to_numpy().nonzero()[0][0])
-            raise ModelInputError(f"{source}: row {row + 1}, column 'gc': collection {out['gc'].iloc[row]} appears twice")
+            raise ModelInputError(f"{source}: row {row + 1}, column 'gc': collection {int(out['gc'].iloc[row])} appears twice")
         out["actual_s"] = (_numeric(log, "duration_s", source) if "duration_s" in cols
                            else _numeric(log, "duration_ms", source) / 1e3).to_numpy()
         out["heap_bytes"] = (_numeric(log, "heap_bytes", source, positive=True) if "heap_bytes" in cols
@@ -125,13 +125,13 @@ class AppProfile:
             raise ModelInputError(f"{hist_source}: needs 'live' and 'dead' columns, or a 'count' column")
         unknown = sorted(set(h["gc"]) - set(out["gc"]))
         if unknown:
-            raise ModelInputError(f"{hist_source}: collection {unknown[0]} is not in the GC log")
+            raise ModelInputError(f"{hist_source}: collection {int(unknown[0])} is not in the GC log")
         # every collection with objects needs a distribution that normalises
         for gc, live, dead in zip(out["gc"], out["live"], out["dead"]):
             sub = h[h["gc"] == gc]
             total = (sub["count"].sum() if pooled_only else (sub["live"] + sub["dead"]).sum())
             if live + dead > 0 and total <= 0:
-                raise ModelInputError(f"{hist_source}: collection {gc} has {int(live + dead)} objects but an "
+                raise ModelInputError(f"{hist_source}: collection {int(gc)} has {int(live + dead)} objects but an "
                                       "empty size distribution (it does not normalise)")
         return cls(name=name, log=out, hist=h, pooled_only=pooled_only)
 

@@ -61,6 +61,33 @@ class GcRunResult:
         return sum(c.cycles for c in self.collections) / self.clock_hz
 
 
+class RecentAllocations:
+    """The objects allocated since the last collection, of which only the last ``window`` bytes are
+    written through the memory hierarchy before the next one: the caches (LRU-like, smaller than the
+    window) end up in the same state as after writing them all, at a fraction of the simulation time."""
+
+    def __init__(self, window: int):
+        self.window = window
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.bytes = 0
+
+    def add(self, addr: np.ndarray, nbytes: np.ndarray) -> None:
+        self.parts.append((addr, nbytes))
+        self.bytes += int(nbytes.sum())
+        while self.parts and self.bytes - int(self.parts[0][1].sum()) >= self.window:
+            self.bytes -= int(self.parts.pop(0)[1].sum())
+
+    def flush(self, timer) -> None:
+        if timer is None or not self.parts:
+            self.parts, self.bytes = [], 0
+            return
+        addr = np.concatenate([a for a, _ in self.parts])
+        nbytes = np.concatenate([n for _, n in self.parts])
+        keep = np.searchsorted(np.cumsum(nbytes[::-1]), self.window) + 1
+        touch(timer.memory, addr[-keep:], nbytes[-keep:])
+        self.parts, self.bytes = [], 0
+
+
 def simulate_gc(behaviour: AllocBehaviour, config: HeapConfig, platform: Platform, scale: float = 1.0,
                 seed: int = 0, timed: bool = True, timer: GcTimer | None = None,
                 progress: Callable[[int], None] | None = None, batch: int = 1 << 16,
@@ -68,7 +95,8 @@ def simulate_gc(behaviour: AllocBehaviour, config: HeapConfig, platform: Platfor
     """Run ``behaviour`` through a heap of ``config`` on ``platform``.  ``progress(bytes)`` is called as
     allocation advances.  With ``timed=False`` collections are functional only (no durations).  With
     ``touch_allocations`` the stores initialising new objects go through the memory hierarchy
-    (:mod:`simulator.gc.mutator`), so each collection finds the caches as the mutator left them."""
+    (:mod:`simulator.gc.mutator`; the last twice-the-largest-cache bytes before each collection), so each
+    collection finds the caches as the mutator left them."""
     import time
 
     t0 = time.perf_counter()
@@ -79,6 +107,7 @@ def simulate_gc(behaviour: AllocBehaviour, config: HeapConfig, platform: Platfor
     elif not timed:
         timer = None
     pending = list(stream.explicit_bytes)
+    recent = RecentAllocations(2 * max(int(c.size_kb * 1024) for c in platform.caches.values()))
     total = stream.total_bytes
     oom = False
     oom_request = 0
@@ -98,8 +127,9 @@ def simulate_gc(behaviour: AllocBehaviour, config: HeapConfig, platform: Platfor
                 explicit_here = True
             j, status = heap.allocate(b, i, stop)
             if timer is not None and touch_allocations and j > i:
-                touch(timer.memory, b.addr[i:j], b.nbytes[i:j])
+                recent.add(b.addr[i:j], b.nbytes[i:j])
             if status == A_FAIL:
+                recent.flush(timer)
                 c = heap.collect("allocation", request=heap.request_bytes, timer=timer)
                 if c.out_of_memory:
                     oom = True
@@ -109,6 +139,7 @@ def simulate_gc(behaviour: AllocBehaviour, config: HeapConfig, platform: Platfor
                 continue
             i = j
             if explicit_here and i >= stop:
+                recent.flush(timer)
                 heap.collect("explicit", timer=timer)
                 pending.pop(0)
         if progress is not None:
