@@ -19,7 +19,7 @@ import pandas as pd
 from scenarios.errors import ScenarioError
 from simulator.gc.behaviour import load_behaviour
 from simulator.gc.config import check_collector, heap_config
-from simulator.gc.log import gc_log, gc_size_histogram, summary
+from simulator.gc.log import gc_live_spacing, gc_log, gc_size_histogram, summary
 from simulator.gc.run import simulate_gc
 from simulator.platform import load_platform
 
@@ -92,6 +92,7 @@ def write_outputs(out: Path, doc: dict, log: pd.DataFrame, hist: pd.DataFrame, r
     with ResultsWriter(out) as w:
         w.table("gc_log", log)
         w.table("gc_size_histogram", hist)
+        w.table("gc_live_spacing", gc_live_spacing(result))
         w.json("results.json", {k: v for k, v in doc.items() if k != "gc_log"})
         w.json("manifest.json", manifest)
         if len(log):

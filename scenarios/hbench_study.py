@@ -9,7 +9,7 @@ sweep counts one application's collections over heap sizes (functional simulatio
 
 ``[hbench]`` keys: ``applications`` (workload names), ``scale`` (volume and heap scale, (0, 1]),
 ``collector``, ``heap_mb`` (table: application -> full-size heap MB; default the behaviour's),
-``distribution`` ("pooled" | "separate"), ``connectivity`` (bool), ``goal_pct``, ``[hbench.microbench]``
+``distribution`` ("pooled" | "separate"), ``connectivity`` (bool), ``spacing`` (bool), ``goal_pct``, ``[hbench.microbench]``
 (fields of :class:`models.hbench.MicrobenchPlan`), ``[hbench.heap_sweep]`` (``application``,
 ``factors`` of its heap).
 
@@ -58,6 +58,7 @@ class HbenchSpec(BaseModel):
     heap_mb: dict[str, float] = {}
     distribution: Literal["pooled", "separate"] = "pooled"
     connectivity: bool = True
+    spacing: bool = True
     goal_pct: float = Field(default=5.0, gt=0)
     microbench: dict[str, Any] = {}
     heap_sweep: HeapSweep | None = None
@@ -72,7 +73,7 @@ def run_task(item: dict, shared: dict, progress=None) -> dict:
     """One unit of work (module level, so Dask workers can import it)."""
     from simulator.gc.behaviour import load_behaviour
     from simulator.gc.config import heap_config
-    from simulator.gc.log import gc_log, gc_size_histogram
+    from simulator.gc.log import gc_live_spacing, gc_log, gc_size_histogram
     from simulator.gc.microbench import copy_bandwidth, run_microbenchmark
     from simulator.gc.run import simulate_gc
     from simulator.platform import load_platform
@@ -96,7 +97,8 @@ def run_task(item: dict, shared: dict, progress=None) -> dict:
         heap = int(item["heap_mb"] * MB * shared["scale"])
         cfg = heap_config(f"hbench: {item['workload']}", collector=shared["collector"], heap_bytes=heap)
         res = simulate_gc(b, cfg, platform, scale=shared["scale"], seed=shared["seed"])
-        out = {"log": gc_log(res), "hist": gc_size_histogram(res), "allocated_bytes": res.allocated_bytes,
+        out = {"log": gc_log(res), "hist": gc_size_histogram(res), "spacing": gc_live_spacing(res),
+               "allocated_bytes": res.allocated_bytes,
                "allocated_objects": res.allocated_objects, "out_of_memory": res.out_of_memory,
                "total_alloc_mb": b.total_alloc_mb, "heap_bytes": heap}
     elif kind == "sweep":
@@ -168,24 +170,27 @@ class HbenchGcStudy:
         copy = next(o["copy"] for i, o in zip(items, outs) if i["kind"] == "copy")
         mb = pd.DataFrame([r for i, o in zip(items, outs) if i["kind"] == "microbench" for r in o["rows"]])
         costs = GcCostModel(copy_bandwidth=copy["bytes_per_second"]).fit(mb, source="microbenchmarks")
-        apps, logs, hists, profiles, thesis, headline = {}, [], [], {}, {}, {}
+        apps, logs, hists, spacings, profiles, thesis, headline = {}, [], [], [], {}, {}, {}
         for i, o in zip(items, outs):
             if i["kind"] != "app":
                 continue
             name = app_label(i["workload"])
-            prof = AppProfile.from_tables(o["log"], o["hist"], name=name, source=f"{name} GC log")
+            prof = AppProfile.from_tables(o["log"], o["hist"], name=name, source=f"{name} GC log",
+                                          spacing=o["spacing"])
             profiles[name] = prof
-            headline[name] = costs.predict(prof, distribution=spec.distribution, connectivity=spec.connectivity)
+            headline[name] = costs.predict(prof, distribution=spec.distribution, connectivity=spec.connectivity,
+                                           spacing=spec.spacing)
             thesis[name] = costs.predict(prof, distribution="pooled", connectivity=False)
             logs.append(o["log"].assign(application=name))
             hists.append(o["hist"].assign(application=name))
+            spacings.append(o["spacing"].assign(application=name))
             apps[name] = {"allocated_mb": o["allocated_bytes"] / MB, "allocated_objects": o["allocated_objects"],
                           "full_run_alloc_mb": o["total_alloc_mb"], "heap_mb_simulated": o["heap_bytes"] / MB,
                           "out_of_memory": o["out_of_memory"]}
         sweep = [o for i, o in zip(items, outs) if i["kind"] == "sweep"]
         sim_seconds = sum(o["seconds"] for o in outs)
         return {"run": run, "costs": costs, "copy": copy, "microbench": mb, "profiles": profiles,
-                "headline": headline, "thesis": thesis, "apps": apps, "logs": logs, "hists": hists,
+                "headline": headline, "thesis": thesis, "apps": apps, "logs": logs, "hists": hists, "spacings": spacings,
                 "sweep": sweep, "sim_seconds": sim_seconds}
 
     @staticmethod
@@ -208,7 +213,8 @@ class HbenchGcStudy:
                "cost_functions": r["costs"].to_dict(),
                "goal": {"pct": spec.goal_pct, "apps_within": within, "applications": len(apps),
                         "met": within >= len(apps) - 1},
-               "form": {"distribution": spec.distribution, "connectivity": spec.connectivity}}
+               "form": {"distribution": spec.distribution, "connectivity": spec.connectivity,
+                        "spacing": spec.spacing}}
         if r["sweep"]:
             doc["heap_sweep"] = {"application": spec.heap_sweep.application,
                                  "points": [{k: o[k] for k in ("factor", "heap_mb", "collections", "out_of_memory",
@@ -234,6 +240,7 @@ class HbenchGcStudy:
             tables[f"cost_functions{tag}"] = r["costs"].table_5_4
             tables[f"gc_log{tag}"] = pd.concat(r["logs"], ignore_index=True)
             tables[f"gc_size_histogram{tag}"] = pd.concat(r["hists"], ignore_index=True)
+            tables[f"gc_live_spacing{tag}"] = pd.concat(r["spacings"], ignore_index=True)
             preds = []
             for name, res in r["headline"].items():
                 th = r["thesis"][name].table[["gc", "predicted_s", "error_pct"]].rename(
@@ -334,8 +341,10 @@ def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict]
             "platform's memory hierarchy and core (the actual times).  The analyzer predicts each collection "
             f"with distribution={spec.distribution!r}"
             + (", plus the fan-out/fan-in terms of §5.2.1.2" if spec.connectivity else "")
+            + (", pricing each survivor's marking at its spacing in the heap (a heap-dump measure) rather than "
+               "its size" if spec.spacing else "")
             + ", plus bytes copied / copy bandwidth for collections that moved objects.  The thesis form "
-              "(pooled distribution, no connectivity terms) is reported alongside.")
+              "(pooled distribution, no extensions) is reported alongside.")
         rep.heading("Collector characterisation (Table 5-4)")
         rep.preformatted(str(costs.summary()))
         rep.figure(costs.plot_heap_size(), "Figures 5-1, 5-2, 5-5 analogue: GC time against heap size")

@@ -179,3 +179,14 @@ def test_heap_config_rejects_a_heap_smaller_than_one_object():
         heap_config(heap_bytes=4)
     with pytest.raises(SimulatorInputError, match="unknown collector 'generational'; known: mark-sweep, copying"):
         heap_config(collector="generational", heap_bytes=1 << 20)
+
+
+def test_live_spacing_of_dense_lists_is_the_object_size():
+    heap = small_heap(heap_kb=256)
+    KA.build_lists(heap.H, 4, 100, 28, IMMORTAL)
+    c = heap.collect("explicit")
+    spacing = dict(zip(c.gap_payload.tolist(), c.hist_gap.tolist()))
+    assert spacing[28] == 399                  # every list object but the first follows another at 32 bytes
+    assert spacing[20] == 1                    # the first follows the 24-byte array (16 + header, aligned)
+    assert spacing[max(spacing)] == 1 and max(spacing) == 65536     # the array: no live object before it
+    assert sum(spacing.values()) == c.live_objects == 401

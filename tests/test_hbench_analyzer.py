@@ -75,7 +75,8 @@ def test_predictor_constraints_and_requirements(costs):
         no_conn.predict(prof, connectivity=True)
     with pytest.raises(ModelInputError, match="need the GC log columns 'mark_visits' and 'references_scanned'"):
         costs.predict(AppProfile.from_tables(log.drop(columns=["mark_visits"]), hist), connectivity=True)
-    assert GcTimePredictor().get_params() == {"distribution": "pooled", "connectivity": False, "copy": True}
+    assert GcTimePredictor().get_params() == {"distribution": "pooled", "connectivity": False, "copy": True,
+                                              "spacing": False}
 
 
 def test_plot_and_to_dict(costs):
@@ -86,3 +87,26 @@ def test_plot_and_to_dict(costs):
     d = res.to_dict()
     assert d["application"] == "app" and len(d["per_collection"]) == 12 and "without_explicit" in d
     assert "app: 12 collections" in res.summary()
+
+
+def test_spacing_extension_replaces_the_mark_cost_at_size_by_the_cost_at_spacing():
+    from tests.hbench_helpers import SIZES
+
+    mb = microbench()
+    c_mark = 0.5 * np.interp(mb["object_size"], SIZES, np.minimum(SIZES, 60) * 1e-8)   # planted mark-phase part
+    mb = mb.assign(mark_seconds=np.where(mb["step"] == "live", c_mark * mb["objects"], np.nan))
+    costs = GcCostModel().fit(mb)
+    assert costs.has_mark and costs.c_mark(28) == pytest.approx(0.5 * 28e-8)
+    log = pd.DataFrame([{"gc": 0, "duration_s": 1.0, "heap_bytes": 8 * MB, "live_objects": 10, "dead_objects": 0}])
+    hist = pd.DataFrame({"gc": [0], "object_size": [20], "live": [10], "dead": [0]})
+    dense = pd.DataFrame({"gc": [0], "spacing": [20], "count": [10]})                 # a list: spacing = size
+    sparse = pd.DataFrame({"gc": [0], "spacing": [500], "count": [10]})               # survivors among garbage
+    base = costs.predict(AppProfile.from_tables(log, hist)).table["predicted_s"].iloc[0]
+    d = costs.predict(AppProfile.from_tables(log, hist, spacing=dense), spacing=True).table
+    s = costs.predict(AppProfile.from_tables(log, hist, spacing=sparse), spacing=True).table
+    assert d["predicted_s"].iloc[0] == pytest.approx(base) and d["spacing_s"].iloc[0] == pytest.approx(0, abs=1e-18)
+    assert s["spacing_s"].iloc[0] == pytest.approx(10 * 0.5 * (60e-8 - 20e-8))
+    with pytest.raises(ModelInputError, match="needs the live-spacing table"):
+        costs.predict(AppProfile.from_tables(log, hist), spacing=True)
+    with pytest.raises(ModelInputError, match="needs the microbenchmark's mark-phase times"):
+        GcCostModel().fit(microbench()).predict(AppProfile.from_tables(log, hist, spacing=dense), spacing=True)

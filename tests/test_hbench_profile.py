@@ -56,3 +56,15 @@ def test_read_table_errors(tmp_path):
     bad.write_text("not parquet")
     with pytest.raises(ModelInputError, match="cannot read the table"):
         read_table(bad)
+
+
+def test_spacing_table():
+    log, hist = profile_tables(n_gc=3)
+    sp = pd.DataFrame({"gc": [0, 0, 2], "spacing": [20, 400, 60], "count": [5, 1, 7]})
+    prof = AppProfile.from_tables(log, hist, spacing=sp)
+    g, c = prof.live_spacing(0)
+    assert g.tolist() == [20, 400] and c.tolist() == [5, 1]
+    with pytest.raises(ModelInputError, match="spacing table: missing column 'count'"):
+        AppProfile.from_tables(log, hist, spacing=sp.drop(columns=["count"]))
+    with pytest.raises(ModelInputError, match="spacing table: collection 9 is not in the GC log"):
+        AppProfile.from_tables(log, hist, spacing=sp.assign(gc=[0, 0, 9]))

@@ -56,7 +56,8 @@ def test_results_document(mini):
 
 
 def test_tables_figures_and_report(mini):
-    for name in ("microbench", "cost_functions", "gc_log", "gc_size_histogram", "predictions", "error_summary"):
+    for name in ("microbench", "cost_functions", "gc_log", "gc_size_histogram", "gc_live_spacing", "predictions",
+                 "error_summary"):
         assert (mini / f"{name}.parquet").is_file(), name
     preds = pd.read_parquet(mini / "predictions.parquet")
     log = pd.read_parquet(mini / "gc_log.parquet")

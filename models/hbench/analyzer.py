@@ -16,6 +16,12 @@ For a collection of a heap of ``h`` bytes with ``L`` live and ``D`` dead objects
   linear in the degrees): ``C_ref · (R − L) + C_visit · (V − L)``, with R the reference fields of the
   live objects and V the references the collector followed to them (the microbenchmark's objects have
   one of each);
+* ``spacing=True`` prices the marking of each live object at its spacing in the heap rather than at its
+  size: ``Σ_g C_mark(g) N_sp(g) − Σ_s C_mark(s) N_l(s)`` (pooled: ``L Σ_s C_mark(s) n(s)``), where
+  ``N_sp`` is the profile's histogram of the distance from each live object to the previous one (less
+  the header) and ``C_mark(s)`` the mark-phase part of C_live(s).  In the microbenchmark's lists the
+  spacing is the size; survivors scattered among garbage each bring in a cache line of their own, as
+  objects larger than a line do (an extension toward "modelling the memory cache hierarchy", §5.5);
 * ``copy=True`` adds, for collections that moved objects, the copy approximation: bytes copied /
   copy bandwidth.
 """
@@ -41,17 +47,22 @@ class GcTimePredictor:
     distribution : "pooled" | "separate"
     connectivity : bool
     copy : bool
+    spacing : bool
     """
 
-    _constraints = {"distribution": Options(("pooled", "separate")), "connectivity": Boolean(), "copy": Boolean()}
+    _constraints = {"distribution": Options(("pooled", "separate")), "connectivity": Boolean(), "copy": Boolean(),
+                    "spacing": Boolean()}
 
-    def __init__(self, distribution: str = "pooled", connectivity: bool = False, copy: bool = True):
+    def __init__(self, distribution: str = "pooled", connectivity: bool = False, copy: bool = True,
+                 spacing: bool = False):
         self.distribution = distribution
         self.connectivity = connectivity
         self.copy = copy
+        self.spacing = spacing
 
     def get_params(self) -> dict[str, Any]:
-        return {"distribution": self.distribution, "connectivity": self.connectivity, "copy": self.copy}
+        return {"distribution": self.distribution, "connectivity": self.connectivity, "copy": self.copy,
+                "spacing": self.spacing}
 
     def fit(self, costs: GcCostResults, profile: AppProfile) -> "PredictionResults":
         validate_params("GcTimePredictor", self.get_params(), self._constraints)
@@ -66,6 +77,13 @@ class GcTimePredictor:
             if log["mark_visits"].isna().any() or log["references_scanned"].isna().any():
                 raise ModelInputError(f"{profile.name}: connectivity terms need the GC log columns "
                                       "'mark_visits' and 'references_scanned'")
+        if self.spacing:
+            if not costs.has_mark:
+                raise ModelInputError("the spacing extension needs the microbenchmark's mark-phase times "
+                                      "(column 'mark_seconds')")
+            if profile.spacing is None:
+                raise ModelInputError(f"{profile.name}: the spacing extension needs the live-spacing table "
+                                      "(gc, spacing, count)")
         warnings: list[str] = []
         rows = []
         for r in log.itertuples(index=False):
@@ -83,6 +101,16 @@ class GcTimePredictor:
             else:
                 live_s = float((cl * nl).sum())
                 dead_s = float((cd * nd).sum())
+            spacing_s = 0.0
+            if self.spacing:
+                gaps, counts = profile.live_spacing(r.gc)
+                at_spacing = float((costs.c_mark(gaps) * counts).sum()) if len(gaps) else 0.0
+                cm = costs.c_mark(sizes) if len(sizes) else np.zeros(0)
+                if self.distribution == "pooled":
+                    at_size = r.live * float((cm * n).sum())
+                else:
+                    at_size = float((cm * nl).sum())
+                spacing_s = at_spacing - at_size
             conn_s = 0.0
             if self.connectivity:
                 conn_s = costs.c_ref * (r.references_scanned - r.live) + costs.c_visit * (r.mark_visits - r.live)
@@ -93,14 +121,15 @@ class GcTimePredictor:
                 elif not warnings:
                     warnings.append("collections copied objects but no copy bandwidth was given: "
                                     "their copy term is 0")
-            pred = fixed + live_s + dead_s + conn_s + copy_s
+            pred = fixed + live_s + dead_s + spacing_s + conn_s + copy_s
             actual = float(r.actual_s)
             err = 100.0 * (pred - actual) / actual if actual > 0 else float("nan")
             rows.append({"gc": int(r.gc), "explicit": bool(r.explicit), "compacted": bool(r.compacted),
                          "heap_bytes": float(r.heap_bytes), "live_objects": float(r.live),
                          "dead_objects": float(r.dead), "bytes_copied": float(r.bytes_copied),
                          "actual_s": actual, "predicted_s": pred, "error_pct": err, "fixed_s": fixed,
-                         "live_s": live_s, "dead_s": dead_s, "connectivity_s": conn_s, "copy_s": copy_s})
+                         "live_s": live_s, "dead_s": dead_s, "spacing_s": spacing_s, "connectivity_s": conn_s,
+                         "copy_s": copy_s})
         return PredictionResults(predictor=self, costs=costs, profile=profile, table=pd.DataFrame(rows),
                                  warnings=tuple(warnings))
 

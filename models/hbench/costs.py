@@ -9,6 +9,8 @@ fan-in extension and the copy bandwidth of the copy approximation.
   C_fixed(h), divided by the count.  Between measured sizes C(s) is interpolated linearly; below the
   smallest it takes the smallest's value, above the largest the largest's ("for objects with size
   larger than 132 bytes, the values for 132 bytes are used").
+* ``C_mark(s)`` (when the table has ``mark_seconds``): the part of C_live(s) spent marking, from the
+  live steps' mark-phase times the same way; the analyzer's spacing extension uses it.
 * ``C_ref``: the extra time per further reference field (``fanout`` rows: two fields against one);
   ``C_visit``: per further incoming reference (``fanin`` rows against the two-field ``fanout`` rows).
 """
@@ -100,6 +102,13 @@ class GcCostModel:
                     row[f"c_{step}"] = float(per.mean())
                     row[f"{step}_r2"] = float("nan")
                     row[f"{step}_points"] = len(gs)
+            row["c_mark"] = float("nan")
+            if "mark_seconds" in g:
+                gm = g[(g["step"] == "live") & g["mark_seconds"].notna()]
+                if not gm.empty:
+                    best = max(gm.groupby("heap_bytes"), key=lambda kv: kv[1]["objects"].nunique())[1]
+                    row["c_mark"] = (ols(best["objects"], best["mark_seconds"]).slope if best["objects"].nunique() >= 2
+                                     else float((best["mark_seconds"] / best["objects"]).mean()))
             rows.append(row)
         if not rows:
             raise ModelInputError(f"{source}: no rows with one reference field per object (fields = 1, fan_in = 1)")
@@ -153,6 +162,13 @@ class GcCostResults:
         return self._interp("c_dead", sizes)
 
     @property
+    def has_mark(self) -> bool:
+        return bool(self.table["c_mark"].notna().all()) if "c_mark" in self.table else False
+
+    def c_mark(self, sizes) -> np.ndarray:
+        return self._interp("c_mark", sizes)
+
+    @property
     def sizes(self) -> np.ndarray:
         return self.table["object_size"].to_numpy()
 
@@ -188,6 +204,8 @@ class GcCostResults:
                         "r2": self.fixed.r2, "points": self.fixed.n},
             "c_live_s": {str(int(s)): float(v) for s, v in zip(self.table["object_size"], self.table["c_live"])},
             "c_dead_s": {str(int(s)): float(v) for s, v in zip(self.table["object_size"], self.table["c_dead"])},
+            "c_mark_s": ({str(int(s)): float(v) for s, v in zip(self.table["object_size"], self.table["c_mark"])}
+                         if self.has_mark else None),
             "c_ref_s": self.c_ref, "c_visit_s": self.c_visit,
             "copy_bandwidth_bytes_per_s": self.copy_bandwidth,
             "knee_live_bytes": self.knee("live"), "knee_dead_bytes": self.knee("dead"),
@@ -212,11 +230,13 @@ class GcCostResults:
 
         return plot_memory_reads(self)
 
-    def predict(self, profile, distribution: str = "pooled", connectivity: bool = False, copy: bool = True):
+    def predict(self, profile, distribution: str = "pooled", connectivity: bool = False, copy: bool = True,
+                spacing: bool = False):
         """Predict every collection of an application profile; see :mod:`models.hbench.analyzer`."""
         from models.hbench.analyzer import GcTimePredictor
 
-        return GcTimePredictor(distribution=distribution, connectivity=connectivity, copy=copy).fit(self, profile)
+        return GcTimePredictor(distribution=distribution, connectivity=connectivity, copy=copy,
+                               spacing=spacing).fit(self, profile)
 
 
 class CostSummary:

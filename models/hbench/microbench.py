@@ -26,6 +26,7 @@ purpose         fixed | size | fanout | fanin (optional; inferred otherwise)
 fields          reference fields per object (optional, default 1)
 fan_in          incoming references per object (optional, default 1)
 memory_reads    memory reads during the collection (optional; seed Figures 5-4, 5-7)
+mark_seconds    time of the collection's mark phase (optional; for the spacing extension)
 ==============  ============================================================
 """
 
@@ -187,6 +188,7 @@ def normalise_microbench(df: pd.DataFrame, source: str = "microbenchmark table")
     else:
         out["purpose"] = ["fanin" if fi > 1 else "fanout" if f > 1 else "size"
                           for f, fi in zip(out["fields"], out["fan_in"])]
-    if "memory_reads" in cols:
-        out["memory_reads"] = _numeric(df, "memory_reads", source, allow_missing=True).to_numpy()
+    for col in ("memory_reads", "mark_seconds"):
+        if col in cols:
+            out[col] = _numeric(df, col, source, allow_missing=True).to_numpy()
     return out

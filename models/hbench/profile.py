@@ -19,6 +19,9 @@ references_scanned    optional  reference fields of live objects (fan-out)
 
 Histogram columns: ``gc``, ``object_size`` (payload bytes), and ``live`` and ``dead`` counts, or one
 ``count`` column for the pooled distribution (the seed's profiler: one n(s) for live and dead).
+
+Optional spacing table (a heap-dump measure, for the analyzer's spacing extension): ``gc``, ``spacing``
+(bytes from the previous live object's start, less the header) and ``count`` of live objects.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class AppProfile:
     log: pd.DataFrame            # gc, actual_s, heap_bytes, live, dead, explicit, bytes_copied, compacted, ...
     hist: pd.DataFrame           # gc, object_size, live, dead (pooled-only histograms: live = dead = NaN)
     pooled_only: bool
+    spacing: pd.DataFrame | None = None      # gc, spacing, count
 
     @property
     def collections(self) -> int:
@@ -75,9 +79,15 @@ class AppProfile:
         h = self.hist[self.hist["gc"] == gc]
         return h["object_size"].to_numpy(float), h["live"].to_numpy(float), h["dead"].to_numpy(float)
 
+    def live_spacing(self, gc: int) -> tuple[np.ndarray, np.ndarray]:
+        """(spacings, counts) of the live objects of collection ``gc``."""
+        sp = self.spacing[self.spacing["gc"] == gc]
+        return sp["spacing"].to_numpy(float), sp["count"].to_numpy(float)
+
     @classmethod
     def from_tables(cls, log: pd.DataFrame, hist: pd.DataFrame, name: str = "application",
-                    source: str = "GC log", hist_source: str = "size histogram") -> "AppProfile":
+                    source: str = "GC log", hist_source: str = "size histogram",
+                    spacing: pd.DataFrame | None = None, spacing_source: str = "spacing table") -> "AppProfile":
         if not isinstance(log, pd.DataFrame) or log.empty:
             raise ModelInputError(f"{source}: the GC log has no collections")
         cols = set(log.columns)
@@ -133,11 +143,25 @@ class AppProfile:
             if live + dead > 0 and total <= 0:
                 raise ModelInputError(f"{hist_source}: collection {int(gc)} has {int(live + dead)} objects but an "
                                       "empty size distribution (it does not normalise)")
-        return cls(name=name, log=out, hist=h, pooled_only=pooled_only)
+        sp = None
+        if spacing is not None:
+            for need in ("gc", "spacing", "count"):
+                if need not in spacing.columns:
+                    raise ModelInputError(f"{spacing_source}: missing column {need!r}")
+            sp = pd.DataFrame({"gc": _numeric(spacing, "gc", spacing_source).astype(np.int64).to_numpy(),
+                               "spacing": _numeric(spacing, "spacing", spacing_source).to_numpy(),
+                               "count": _numeric(spacing, "count", spacing_source).to_numpy()})
+            unknown = sorted(set(sp["gc"]) - set(out["gc"]))
+            if unknown:
+                raise ModelInputError(f"{spacing_source}: collection {int(unknown[0])} is not in the GC log")
+        return cls(name=name, log=out, hist=h, pooled_only=pooled_only, spacing=sp)
 
     @classmethod
-    def read(cls, log_path: str | Path, hist_path: str | Path, name: str | None = None) -> "AppProfile":
+    def read(cls, log_path: str | Path, hist_path: str | Path, name: str | None = None,
+             spacing_path: str | Path | None = None) -> "AppProfile":
         log = read_table(log_path)
         hist = read_table(hist_path)
+        spacing = read_table(spacing_path) if spacing_path is not None else None
         return cls.from_tables(log, hist, name=name or Path(log_path).stem, source=str(log_path),
-                               hist_source=str(hist_path))
+                               hist_source=str(hist_path), spacing=spacing,
+                               spacing_source=str(spacing_path) if spacing_path else "spacing table")

@@ -64,6 +64,8 @@ class Collection:
     hist_payload: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     hist_live: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     hist_dead: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    gap_payload: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # live spacing bins
+    hist_gap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def explicit(self) -> bool:
@@ -211,6 +213,7 @@ class Heap:
         S[S_COBJ] = -1
         H.hist_live[:] = 0
         H.hist_dead[:] = 0
+        H.hist_gap[:] = 0
         heap_before = int(S[S_HEAP])
         clock = int(now)
         instr = 0
@@ -267,6 +270,9 @@ class Heap:
         coll.hist_payload = hist_bin_payload(nz)
         coll.hist_live = H.hist_live[nz].copy()
         coll.hist_dead = H.hist_dead[nz].copy()
+        gz = np.nonzero(H.hist_gap)[0]
+        coll.gap_payload = hist_bin_payload(gz)
+        coll.hist_gap = H.hist_gap[gz].copy()
         self.collections.append(coll)
         return coll
 

@@ -24,7 +24,7 @@ def object_bytes(hdr, payload):
     return (hdr + payload + 7) & ~np.int64(7)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def seal(H):
     """Record the unused rest of the current chunk as a free chunk, so the heap can be walked."""
     S = H.S
@@ -34,7 +34,7 @@ def seal(H):
         H.gmap[bp >> 3] = -np.int32((be - bp) >> 3)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _q_push(H, death, slot):
     S = H.S
     i = S[S_NQ]
@@ -52,7 +52,7 @@ def _q_push(H, death, slot):
     qs[i] = slot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _q_pop(H):
     S = H.S
     qd = H.q_death
@@ -79,7 +79,7 @@ def _q_pop(H):
     return slot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def expire_roots(H, now):
     """The mutator drops every root whose cluster's death time has passed (the slot is free for reuse);
     a cluster under construction that has died takes no further children.  Returns the roots dropped."""
@@ -96,7 +96,7 @@ def expire_roots(H, now):
     return dropped
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _root_slot(H, addr, death):
     S = H.S
     if S[S_NRFREE] > 0:

@@ -17,7 +17,7 @@ from numba import njit
 from simulator.gc.layout import (CLASS_BASE, HEAP_BASE, PC_CROOTS, PC_EVAC, PC_SCAN, R_CLS, R_CNT, R_DST,
                                  R_FLD, R_HDR, R_OBJ, R_POS, R_ROOT, R_TMP, R_TST, ROOT_BASE, alu, branch, load,
                                  store)
-from simulator.gc.state import (HIST_BINS, P_CDEAD, P_CROOTS, P_DONE, P_SCAN, S_CFIELD, S_COBJ,
+from simulator.gc.state import (FAR, HIST_BINS, P_CDEAD, P_CROOTS, P_DONE, P_SCAN, S_CFIELD, S_COBJ,
                                 S_COPIED_BYTES, S_COPIED_OBJ, S_DEAD_BYTES, S_DEAD_OBJ, S_DEST, S_EPOCH, S_FROM,
                                 S_HDR, S_LIVE_BYTES, S_LIVE_OBJ, S_NEED, S_NIDFREE, S_NROOTS, S_OBJBYTES,
                                 S_OBJS, S_PHASE, S_POS, S_REFS_SCANNED, S_ROOTS_SCANNED, S_SCAN, S_SEMI,
@@ -29,7 +29,7 @@ def _hbin(payload):
     return min(payload >> 2, HIST_BINS - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _evac_cost(H, t):
     """Instructions evacuating the object at heap offset ``t`` takes (3 when it was already copied)."""
     oid = H.gmap[t >> 3]
@@ -38,7 +38,7 @@ def _evac_cost(H, t):
     return 6 + 4 * (np.int64(H.o_size[oid]) >> 3)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _evacuate(H, B, n, emit, t, src_reg):
     """Copy the object at from-space offset ``t`` unless already copied; returns (n, new offset)."""
     S = H.S
@@ -162,11 +162,15 @@ def cp_step(H, B, emit, cap, stop_phase):
             pos = S[S_FROM] >> 3
             end = (S[S_FROM] + S[S_SEMISIZE]) >> 3
             epoch = S[S_EPOCH]
+            last = -FAR
             while pos < end:
                 v = np.int64(H.gmap[pos])
                 if v >= 0:
                     g = np.int64(H.o_size[v]) >> 3
-                    if H.o_copied[v] != epoch:
+                    if H.o_copied[v] == epoch:
+                        H.hist_gap[_hbin(max(0, (pos << 3) - last - hdr))] += 1
+                        last = pos << 3
+                    else:
                         S[S_DEAD_OBJ] += 1
                         S[S_DEAD_BYTES] += g << 3
                         H.hist_dead[_hbin(np.int64(H.o_payload[v]))] += 1

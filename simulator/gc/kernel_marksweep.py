@@ -30,7 +30,7 @@ from simulator.gc.layout import (BITMAP_BASE, CLASS_BASE, HEAP_BASE, PC_CLEAR, P
                                  PC_MARK, PC_MOVE, PC_ROOTS, PC_SWEEP, R_BIT, R_BMW, R_CLS, R_CNT, R_DST,
                                  R_FLD, R_HDR, R_HEAD, R_OBJ, R_POS, R_ROOT, R_RUN, R_SP, R_TMP, R_TST, ROOT_BASE,
                                  STACK_BASE, alu, branch, load, store)
-from simulator.gc.state import (HIST_BINS, P_CLEAR, P_DONE, P_FIXROOTS, P_FIXUP, P_FWD, P_MARK, P_MOVE,
+from simulator.gc.state import (FAR, HIST_BINS, S_LASTLIVE, P_CLEAR, P_DONE, P_FIXROOTS, P_FIXUP, P_FWD, P_MARK, P_MOVE,
                                 P_ROOTS, P_SWEEP, P_SWEPT, S_CFIELD, S_CNREF, S_COBJ, S_COPIED_BYTES,
                                 S_COPIED_OBJ, S_DEAD_BYTES, S_DEAD_OBJ, S_DEST, S_HDR, S_HEAP, S_LIVE_BYTES,
                                 S_LIVE_OBJ, S_MARK_VISITS, S_MAX_STACK, S_NEED, S_NF, S_NIDFREE, S_NROOTS,
@@ -59,7 +59,7 @@ def _hbin(payload):
     return min(payload >> 2, HIST_BINS - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _close_run(H, B, n, emit, run, pos):
     """End a run of free granules [run, pos): it becomes one free chunk at the end of the free list."""
     S = H.S
@@ -205,6 +205,7 @@ def ms_step(H, B, emit, cap, stop_phase):
             S[S_POS] = 0
             S[S_RUN] = -1
             S[S_NF] = 0
+            S[S_LASTLIVE] = -FAR
         elif ph == P_SWEEP:
             pos = S[S_POS]
             run = S[S_RUN]
@@ -237,6 +238,8 @@ def ms_step(H, B, emit, cap, stop_phase):
                     S[S_LIVE_OBJ] += 1
                     S[S_LIVE_BYTES] += g << 3
                     H.hist_live[_hbin(p)] += 1
+                    H.hist_gap[_hbin(max(0, (pos << 3) - S[S_LASTLIVE] - hdr))] += 1
+                    S[S_LASTLIVE] = pos << 3
                 else:
                     n = branch(B, n, emit, PC_SWEEP + 20, R_RUN, run >= 0, PC_SWEEP + 48)
                     if run < 0:

@@ -21,7 +21,8 @@ roots, mark_visits, references_scanned   connectivity seen by the collector (fan
 ==================  ===========================================================================
 
 ``gc_size_histogram(result)`` is the object-size histogram of every collection in long form (gc,
-object_size in payload bytes, live, dead), the profile HBench:JGC's analyzer reads with the log.
+object_size in payload bytes, live, dead), the profile HBench:JGC's analyzer reads with the log;
+``gc_live_spacing(result)`` the spacing of the live objects (gc, spacing, count), a heap-dump measure.
 
 Mutator time is not simulated here (no mutator instruction stream runs): it is estimated as units x
 the workload's ``cycles_per_unit``, and the summary says so.  A Java run on a core model
@@ -72,6 +73,17 @@ def gc_size_histogram(result) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame({"gc": pd.Series(dtype=np.int64), "object_size": pd.Series(dtype=np.int64),
                              "live": pd.Series(dtype=np.int64), "dead": pd.Series(dtype=np.int64)})
+    return pd.concat(parts, ignore_index=True)
+
+
+def gc_live_spacing(result) -> pd.DataFrame:
+    """The spacing of every collection's live objects (gc, spacing in bytes less the header, count):
+    how far each survivor is from the previous one in address order (see :mod:`simulator.gc.state`)."""
+    parts = [pd.DataFrame({"gc": c.index, "spacing": c.gap_payload.astype(np.int64), "count": c.hist_gap.astype(np.int64)})
+             for c in result.collections if len(c.gap_payload)]
+    if not parts:
+        return pd.DataFrame({"gc": pd.Series(dtype=np.int64), "spacing": pd.Series(dtype=np.int64),
+                             "count": pd.Series(dtype=np.int64)})
     return pd.concat(parts, ignore_index=True)
 
 

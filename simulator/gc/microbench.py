@@ -9,10 +9,10 @@ objects of ``object_size`` payload bytes), then collected three times, each an e
 
 Building the lists writes them (the allocation stores of :mod:`simulator.gc.mutator` go through the
 memory hierarchy), then each collection is timed on the platform through its memory hierarchy.  Before
-step 3 the mutator's own data streams through the caches (``flush_between``): the empty-heap collection
-is almost all mark-bitmap work, and in an application the bitmap has always been evicted by the
-mutator's allocation since the previous collection, whereas in the microbenchmark step 2 has just
-touched it; a row per step records the
+the steps named in ``flush_before`` (default: step 3) the mutator's own data streams through the
+caches: the empty-heap collection is almost all mark-bitmap work, and in an application the bitmap has
+always been evicted by the mutator's allocation since the previous collection, whereas in the
+microbenchmark step 2 has just touched it; a row per step records the
 time, cycles, instructions and the memory reads during the collection (seed 003 Figures 5-4 and 5-7).
 ``copy_bandwidth`` measures the platform's copy bandwidth the same way (a memcpy stream), the figure the
 HBench:JGC analyzer divides bytes copied by.
@@ -41,7 +41,7 @@ PC_COPY = PC_ALLOC + 0x100
 
 def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_length: int, object_size: int,
                        collector: str = "mark-sweep", header_bytes: int = 4, seed: int = 0,
-                       flush_between: bool = True, fields: int = 1, twin: bool = False) -> list[dict]:
+                       flush_before: tuple[str, ...] = ("empty",), fields: int = 1, twin: bool = False) -> list[dict]:
     """One configuration of the microbenchmark: three rows (live, dead, empty).  ``fields`` reference
     fields per object (1: just ``next``); ``twin``: the second field also points to the next object
     (fan-in two), the variants that separate the fan-out and fan-in costs of seed 003 §5.2.1.2."""
@@ -67,7 +67,7 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
             arr = heap.roots()[0]
             for i in range(n_lists):
                 KA.set_field(heap.H, arr, i, -1)
-        if step == "empty" and flush_between:
+        if step in flush_before:
             flush(timer.memory, platform)
         reads0 = timer.memory.counters()["memory"]["reads"]
         c = heap.collect("explicit", timer=timer, compaction=False)
@@ -77,6 +77,8 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
                      "n_lists": int(n_lists), "list_length": int(list_length), "fields": int(fields),
                      "fan_in": 2 if twin and fields > 1 else 1,
                      "gc_seconds": platform.cycles_to_seconds(c.cycles), "cycles": int(c.cycles),
+                     "mark_seconds": platform.cycles_to_seconds(c.phase_cycles["mark"])
+                     if "mark" in c.phase_cycles else float("nan"),
                      "instructions": int(c.instructions), "memory_reads": int(reads),
                      "live_objects": int(c.live_objects), "dead_objects": int(c.dead_objects)})
     return rows

@@ -7,6 +7,12 @@ objects and free chunks, so a collector can walk it from the start by sizes alon
 by reading headers.  Root slots whose death time is known sit in a binary min-heap (``q_death``,
 ``q_slot``) so that the mutator drops them as soon as allocation passes that time.  Reference fields hold the target's heap offset plus one (0 is null) in ``mem``,
 one int32 per 4-byte word of the heap, so references move with their objects.
+
+Besides the live and dead payload histograms, a collection records the *spacing* of its live objects:
+the distance from the start of the previous live object in address order, less the header (the object
+size that would give that stride; the first live object counts as far away).  In the microbenchmark's
+lists it is the object size; in an application whose survivors are scattered among garbage it is
+larger, and so is the cost of fetching each live object while marking.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ S_HDR, S_HEAP, S_MAXHEAP, S_SEMI, S_SEMISIZE, S_COLLECTOR = range(6)
 (S_EPOCH, S_LIVE_OBJ, S_LIVE_BYTES, S_DEAD_OBJ, S_DEAD_BYTES, S_COPIED_OBJ, S_COPIED_BYTES, S_FREE_BYTES,
  S_LARGEST, S_ROOTS_SCANNED, S_MARK_VISITS, S_REFS_SCANNED, S_MAX_STACK) = range(30, 43)
 # cursor of the collection in progress
-S_PHASE, S_POS, S_RUN, S_DEST, S_COBJ, S_CFIELD, S_TOP, S_SCAN, S_END, S_CNREF, S_FROM = range(50, 61)
+S_PHASE, S_POS, S_RUN, S_DEST, S_COBJ, S_CFIELD, S_TOP, S_SCAN, S_END, S_CNREF, S_FROM, S_LASTLIVE = range(50, 62)
 NS = 64
 
 COLLECTOR_IDS = {"mark-sweep": 0, "copying": 1}
@@ -44,12 +50,13 @@ A_DONE, A_FAIL, A_GROW_ROOTS = range(3)
 OPEN_CAP = 4096           # open reference fields of the cluster under construction
 HIST_BINS = 16385         # payload histogram: 4-byte bins up to 64 KB, the last bin holds larger objects
 IMMORTAL = np.iinfo(np.int64).max
+FAR = 1 << 40                 # the "previous live object" of the first one
 
 HeapArrays = namedtuple("HeapArrays", [
     "S", "gmap", "mark", "mem",
     "o_addr", "o_size", "o_payload", "o_nref", "o_copied", "o_fwd", "id_free",
     "r_addr", "r_death", "r_free", "q_death", "q_slot",
-    "f_start", "f_size", "imm", "open_id", "open_f", "stack", "hist_live", "hist_dead"])
+    "f_start", "f_size", "imm", "open_id", "open_f", "stack", "hist_live", "hist_dead", "hist_gap"])
 
 
 def new_arrays(max_heap_bytes: int, root_cap: int = 1024, stack_cap: int = 4096) -> HeapArrays:
@@ -80,6 +87,7 @@ def new_arrays(max_heap_bytes: int, root_cap: int = 1024, stack_cap: int = 4096)
         stack=np.zeros(stack_cap, np.int64),
         hist_live=np.zeros(HIST_BINS, np.int64),
         hist_dead=np.zeros(HIST_BINS, np.int64),
+        hist_gap=np.zeros(HIST_BINS, np.int64),
     )
 
 
