@@ -107,7 +107,9 @@ def expand_runs(scenario: Scenario, source: str, extra_overrides: list[str] = ()
     runs: list[Run] = []
     import numpy as np
 
-    seeds = np.random.SeedSequence(scenario.seed)
+    # common random numbers: replicate r of every variant and platform uses the same seed, so what-if
+    # comparisons are not blurred by different page placements or OS-noise phases
+    rep_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(scenario.seed).spawn(scenario.replicates)]
     for variant, overrides in scenario.variants.items():
         for platform in scenario.platforms:
             for point in points:
@@ -125,8 +127,6 @@ def expand_runs(scenario: Scenario, source: str, extra_overrides: list[str] = ()
                         label += "[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]"
                     if scenario.replicates > 1:
                         label += f"#{rep}"
-                    child = seeds.spawn(1)[0]
                     runs.append(Run(id=label, variant=variant, platform=platform, overrides=ov,
-                                    sweep={k: v for k, v in point.items()}, replicate=rep,
-                                    seed=int(child.generate_state(1)[0])))
+                                    sweep={k: v for k, v in point.items()}, replicate=rep, seed=rep_seeds[rep]))
     return runs

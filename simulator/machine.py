@@ -1,0 +1,136 @@
+"""A platform running a workload: synthesis, the core timing model with its memory hierarchy, OS noise.
+
+``Machine`` is what the studies, ``whatif simulate`` and the sampling engine
+drive: it generates the workload's instructions block by block, feeds them to
+the core, and interrupts the program ``HZ`` times a simulated second with the
+kernel's timer handler (:mod:`simulator.osnoise`).  It is cycle driven:
+``advance_to(cycle)`` runs until the core's cycle count reaches ``cycle``.
+
+Seeds: ``seed`` fixes the static program (the binary); ``run_seed`` fixes what
+varies from one run of the same binary to the next on a real machine — the
+physical page placement, the timer phase and the handler's work, and the
+program's data-dependent choices.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from simulator.core import Core
+from simulator.isa import InstrBlock, isa_for
+from simulator.memory.hierarchy import MemoryHierarchy
+from simulator.osnoise import TickHandler, TimerNoise
+from simulator.platform import Platform
+from simulator.schema import flatten
+
+BLOCK = 1 << 16
+
+
+class Machine:
+    def __init__(self, platform: Platform, workload: Any, instructions: int, seed: int = 0,
+                 run_seed: int | None = None, noise: TimerNoise | None = TimerNoise(), predictor: str | None = None,
+                 block_size: int = BLOCK):
+        from simulator.synth import Synthesizer
+
+        run_seed = seed if run_seed is None else run_seed
+        self.platform = platform
+        self.instructions_target = int(instructions)
+        self.clock_hz = platform.clock_ghz * 1e9
+        isa = isa_for(platform.isa)
+        self.memory = MemoryHierarchy(platform, seed=run_seed)
+        self.core = Core(platform, self.memory, seed=run_seed, predictor=predictor)
+        self.synth = Synthesizer(workload, isa, seed=seed, instructions=instructions, run_seed=run_seed)
+        self.block = InstrBlock.empty(min(block_size, max(1, self.instructions_target)))
+        self.pos = len(self.block)           # consumed position in the current block (empty at start)
+        self.program_retired = 0             # instructions of the program (not the OS) consumed
+        self.noise = noise
+        self.os_instructions = 0
+        self.os_ticks = 0
+        if noise is not None:
+            rng = np.random.default_rng(run_seed)
+            self.handler = TickHandler(noise, isa, int(rng.integers(0, 2**62)))
+            self.tick_period = noise.period_cycles(self.clock_hz)
+            self.next_tick = int(rng.integers(0, self.tick_period))      # timer phase at program start
+        else:
+            self.handler = None
+            self.tick_period = 0
+            self.next_tick = -1
+        self.host_seconds = 0.0
+
+    # ------------------------------------------------------------------ running
+    @property
+    def finished(self) -> bool:
+        return self.program_retired >= self.instructions_target
+
+    @property
+    def cycles(self) -> int:
+        return self.core.cycles
+
+    def _refill(self) -> None:
+        left = self.instructions_target - self.program_retired
+        if left < len(self.block):
+            self.block = InstrBlock.empty(left)
+        self.synth.fill(self.block)
+        self.pos = 0
+
+    def _tick(self) -> None:
+        block = self.handler.block()
+        done = 0
+        while done < len(block):
+            done += self.core.run(block, start=done)
+        self.os_instructions += len(block)
+        self.os_ticks += 1
+        self.next_tick += self.tick_period
+
+    def advance_to(self, cycle: int) -> bool:
+        """Run until the core reaches ``cycle`` (or the program ends); False once the program has ended
+        before reaching it."""
+        t0 = time.perf_counter()
+        try:
+            while self.core.cycles < cycle and not self.finished:
+                if self.pos >= len(self.block):
+                    self._refill()
+                stop = cycle
+                if self.handler is not None and self.next_tick < stop:
+                    stop = self.next_tick
+                if self.core.cycles >= stop:
+                    self._tick()
+                    continue
+                n = self.core.run(self.block, until_cycle=stop, start=self.pos)
+                self.pos += n
+                self.program_retired += n
+            return self.core.cycles >= cycle
+        finally:
+            self.host_seconds += time.perf_counter() - t0
+
+    def run(self) -> "Machine":
+        """Run the whole program."""
+        self.advance_to(np.iinfo(np.int64).max)
+        return self
+
+    # ------------------------------------------------------------------ results
+    def counters(self) -> dict[str, int]:
+        """Cumulative counters: the core's generic counters and the memory hierarchy's, flattened
+        (``L2.misses``, ``DTLB.walks``, ``memory.reads``)."""
+        c = self.core.counters(memory=True)
+        mem = c.pop("memory")
+        out = dict(c)
+        out.update(flatten({**mem["levels"], **mem["tlbs"], "memory": mem["memory"]}))
+        out["os_instructions"] = self.os_instructions
+        out["os_ticks"] = self.os_ticks
+        return out
+
+    def cpi_stack(self) -> dict[str, float]:
+        return self.core.cpi_stack()
+
+    def seconds(self) -> float:
+        """Simulated run time."""
+        return self.core.cycles / self.clock_hz
+
+    def instructions_per_second(self) -> float:
+        """Simulated instructions (program and OS) per host second."""
+        total = self.core.instructions
+        return total / self.host_seconds if self.host_seconds > 0 else 0.0

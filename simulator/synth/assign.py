@@ -1,0 +1,260 @@
+"""Filling the block structure with instructions: block lengths, operation classes, streams, registers.
+
+Calibration uses the expected block weights of :func:`simulator.synth.structure.block_weights`:
+
+* block lengths are scaled so that the expected share of control transfers is ``mix.branch``;
+* operation classes and stream bindings are handed out by a weighted quota rule (hottest slots
+  first, each slot to the class furthest below its weighted share), so that the expected dynamic
+  mix and stream shares match the description even when one hot loop dominates;
+* registers are chosen by a sequential pass over the static code: each source reads the
+  destination of the instruction a drawn distance earlier (destinations rotate through the
+  register file, so that value is still live), loads and stores of chase streams use the
+  stream's own pointer register, address-generating dependences take the base from a recent
+  ALU op, and partial-register writes are followed by a full read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
+    OP_LOAD, OP_MUL, OP_STORE
+from simulator.synth.structure import T_NONE, PhaseCode
+
+MAX_BLOCK = 400
+SLOT_OPS = np.array([OP_LOAD, OP_STORE, OP_FP, OP_ALU, OP_MUL, OP_DIV], dtype=np.uint8)
+
+
+def block_lengths(pc: PhaseCode, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Instructions per block (terminator included) such that sum(w * terminators) / sum(w * length)
+    meets ``mix.branch``.  Driver blocks are single control instructions."""
+    b = pc.params.mix.branch
+    t = (pc.b_term != T_NONE).astype(np.int64)
+    drv = pc.b_func == pc.driver
+    g = rng.gamma(2.0, 0.5, size=pc.n_blocks)
+    target = float((w * t).sum()) / b
+
+    def lengths(s: float) -> np.ndarray:
+        ell = np.clip(t + np.rint(s * g).astype(np.int64), 1, MAX_BLOCK)
+        ell[drv] = 1
+        return ell
+
+    lo, hi = 0.0, 4.0 / b
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if float((w * lengths(mid)).sum()) < target:
+            lo = mid
+        else:
+            hi = mid
+    ell = lengths(0.5 * (lo + hi))
+    # rounding leaves a residual dominated by the hottest blocks: correct it there
+    resid = target - float((w * ell).sum())
+    order = np.argsort(-w, kind="stable")
+    for i in order:
+        if w[i] <= 0 or abs(resid) <= 1e-3 * target or drv[i]:
+            if w[i] <= 0:
+                break
+            continue
+        delta = int(np.clip(np.rint(resid / w[i]), max(1, t[i]) - ell[i], MAX_BLOCK - ell[i]))
+        ell[i] += delta
+        resid -= delta * w[i]
+    return ell
+
+
+@njit(cache=True)
+def quota_assign(weights, shares):
+    """Give each item (in the order given) the class furthest below its weighted share."""
+    n = len(weights)
+    k = len(shares)
+    out = np.empty(n, dtype=np.int64)
+    got = np.zeros(k)
+    total = 0.0
+    for i in range(n):
+        total += weights[i]
+        best = 0
+        bestv = -1e300
+        for c in range(k):
+            if shares[c] <= 0.0:
+                continue
+            v = shares[c] * total - got[c]
+            if v > bestv:
+                bestv = v
+                best = c
+        out[i] = best
+        got[best] += weights[i]
+    return out
+
+
+def weighted_classes(weights: np.ndarray, groups: np.ndarray, shares: np.ndarray,
+                     rng: np.random.Generator) -> np.ndarray:
+    """Quota assignment: hot items first (items of one group together, groups in random order
+    among equal weights); unreached items (weight 0) get the static shares."""
+    shares = np.asarray(shares, dtype=float)
+    shares = shares / shares.sum()
+    key = rng.permutation(int(groups.max()) + 1 if len(groups) else 1)[groups]
+    out = np.empty(len(weights), dtype=np.int64)
+    hot = weights > 0
+    for sel, wts in ((hot, weights), (~hot, np.ones(len(weights)))):
+        idx = np.flatnonzero(sel)
+        if len(idx):
+            order = idx[np.lexsort((key[idx], -wts[idx]))]
+            out[order] = quota_assign(wts[order].astype(float), shares)
+    return out
+
+
+# ------------------------------------------------------------------------------------ registers
+@njit(cache=True)
+def _draw(cdf, u):
+    for i in range(len(cdf)):
+        if u < cdf[i]:
+            return i + 1
+    return len(cdf)
+
+
+@njit(cache=True)
+def _producer(k, cdf, u, cls, fstart, dst, dcls, lastw):
+    """A live register of class ``cls`` (0 integer, 1 floating point) written ``d`` instructions
+    before ``k``, with ``d`` drawn from the distance distribution ``cdf`` restricted to the
+    distances that have such a producer (in the same function); -1 when none has."""
+    m = len(cdf)
+    total = 0.0
+    prev = 0.0
+    for d in range(1, m + 1):
+        p = cdf[d - 1] - prev
+        prev = cdf[d - 1]
+        j = k - d
+        if j >= fstart and dcls[j] == cls and lastw[dst[j]] == j:
+            total += p
+    if total <= 0.0:
+        return -1
+    x = u * total
+    prev = 0.0
+    last = -1
+    for d in range(1, m + 1):
+        p = cdf[d - 1] - prev
+        prev = cdf[d - 1]
+        j = k - d
+        if j >= fstart and dcls[j] == cls and lastw[dst[j]] == j:
+            last = dst[j]
+            if x < p:
+                return dst[j]
+            x -= p
+    return last
+
+
+@njit(cache=True)
+def _agi_base(k, d, fstart, op, dst, dcls, lastw, window):
+    lo = k - window
+    if lo < fstart:
+        lo = fstart
+    j = k - d
+    while j >= lo:
+        if (op[j] == OP_ALU or op[j] == OP_MUL) and dcls[j] == 0 and lastw[dst[j]] == j:
+            return dst[j]
+        j -= 1
+    j = k - d + 1
+    while j < k:
+        if (op[j] == OP_ALU or op[j] == OP_MUL) and dcls[j] == 0 and lastw[dst[j]] == j:
+            return dst[j]
+        j += 1
+    return -1
+
+
+@njit(cache=True)
+def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advance, base_reg, icall, cond,
+                     dist_cdf, far, two, agi, agi_cdf, partial, partial_flags,
+                     n_int_rot, fp0, n_fp, gp, u,
+                     dst, src1, src2, areg, flags):
+    """Sequential register assignment over the static code (see the module docstring).
+
+    Per instruction: ``fpdata`` (load: FP destination; store: FP data), ``fstart`` / ``bstart``
+    (first instruction of its function / basic block), ``agi_ok`` (an ALU op precedes it in its
+    block, so an address-generating dependence holds dynamically too), ``phase``, ``chase_reg`` (-1 or the chase stream's pointer
+    register), ``advance`` (chase advance load), ``base_reg`` (long-lived base register),
+    ``icall`` (indirect call), ``cond`` (conditional branch with a data source), ``u`` (uniforms,
+    10 per instruction).  Per phase: the parameter rows.  Output arrays are filled in place."""
+    n = len(op)
+    nregs = fp0 + n_fp
+    lastw = np.full(nregs, -(1 << 40), dtype=np.int64)
+    dcls = np.full(n, -1, dtype=np.int64)
+    int_next = 0
+    fp_next = 0
+    pend_reg = -1
+    pend_pos = -1
+    for k in range(n):
+        o = op[k]
+        ph = phase[k]
+        fs = fstart[k]
+        uu = u[k]
+        # ---- sources
+        need_int = 0
+        need_fp = 0
+        if o == OP_ALU or o == OP_MUL or o == OP_DIV:
+            need_int = 2 if uu[0] < two[ph] else 1
+        elif o == OP_FP:
+            need_fp = 2 if uu[0] < two[ph] else 1
+        elif o == OP_STORE:
+            if fpdata[k]:
+                need_fp = 1
+            else:
+                need_int = 1
+        elif (o == OP_BRANCH and cond[k]) or (o == OP_CALL and icall[k]):
+            need_int = 1
+        srcs = [-1, -1]
+        ns = 0
+        if o == OP_LOAD or o == OP_STORE:
+            if chase_reg[k] >= 0:
+                a = chase_reg[k]
+            else:
+                a = -1
+                if agi_ok[k] and uu[1] < agi[ph]:
+                    # the base comes from an ALU op of the same basic block (static order = dynamic order)
+                    d = _draw(agi_cdf[ph], uu[2])
+                    a = _agi_base(k, d, bstart[k], op, dst, dcls, lastw, k - bstart[k])
+                if a < 0:
+                    a = base_reg[k]
+            areg[k] = a
+            srcs[0] = a
+            ns = 1
+        for r in range(need_int + need_fp):
+            cls = 1 if need_fp > 0 else 0
+            reg = -1
+            if cls == 0 and pend_reg >= 0 and k - pend_pos <= 3 and lastw[pend_reg] == pend_pos:
+                reg = pend_reg          # the full read after a partial write
+                pend_reg = -1
+            elif uu[3 + r] >= far[ph]:
+                reg = _producer(k, dist_cdf[ph], uu[5 + r], cls, fs, dst, dcls, lastw)
+            if reg < 0:
+                if cls == 1:
+                    reg = fp0 + fp_next          # least recently written FP register
+                elif uu[7] < 0.5:
+                    reg = gp
+                else:
+                    reg = int_next               # least recently written rotating register
+            srcs[ns] = reg
+            ns += 1
+        src1[k] = srcs[0]
+        src2[k] = srcs[1]
+        # ---- destination
+        d_reg = -1
+        if o == OP_ALU or o == OP_MUL or o == OP_DIV or (o == OP_LOAD and not fpdata[k]):
+            if o == OP_LOAD and advance[k]:
+                d_reg = chase_reg[k]
+            else:
+                d_reg = int_next
+                int_next = (int_next + 1) % n_int_rot
+            dcls[k] = 0
+            if partial[ph] > 0 and uu[8] < partial[ph] and not advance[k]:
+                flags[k] |= FLAG_PARTIAL_WRITE
+                pend_reg = d_reg
+                pend_pos = k
+        elif o == OP_FP or (o == OP_LOAD and fpdata[k]):
+            d_reg = fp0 + fp_next
+            fp_next = (fp_next + 1) % n_fp
+            dcls[k] = 1
+        if o == OP_ALU and k + 1 < n and cond[k + 1] and partial_flags[ph] > 0 and uu[9] < partial_flags[ph]:
+            flags[k] |= FLAG_FLAGS_PARTIAL
+        if d_reg >= 0:
+            dst[k] = d_reg
+            lastw[d_reg] = k

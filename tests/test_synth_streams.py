@@ -1,0 +1,104 @@
+"""Stream address machinery and calibration helpers: bijections, popularity tables, the weighted
+quota rule, expected trip counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.synth.assign import quota_assign
+from simulator.synth.streams import (alias_table, build_streams, next_u64, perm_walk, random_rank, zipf_table,
+                                     zipf_weights)
+from simulator.synth.structure import mean_floor
+from simulator.workload import Stream
+
+
+@given(st.integers(1, 5000), st.integers(0, 2 ** 63 - 1))
+@settings(max_examples=40, deadline=None)
+def test_perm_walk_is_a_bijection(n, salt):
+    bits = int(np.ceil(np.log2(n))) if n > 1 else 0
+    image = [perm_walk(np.int64(x), np.int64(n), np.int64(bits), np.uint64(salt)) for x in range(n)]
+    assert sorted(image) == list(range(n))
+
+
+def test_alias_table_reproduces_the_distribution():
+    p = np.random.default_rng(0).random(50)
+    p /= p.sum()
+    prob, alias = alias_table(p)
+    m = len(p)
+    got = prob / m
+    np.add.at(got, alias, (1 - prob) / m)
+    assert np.allclose(got, p)
+
+
+def test_zipf_weights_match_the_discrete_sums():
+    lo, hi = np.array([0, 5, 100]), np.array([1, 6, 200])
+    exact = np.array([sum((k + 1.0) ** -1.2 for k in range(a, b)) for a, b in zip(lo, hi)])
+    assert np.allclose(zipf_weights(lo, hi, 1.2), exact, rtol=2e-3)
+
+
+@pytest.mark.parametrize("skew", [0.6, 1.0, 1.4])
+def test_random_ranks_follow_zipf(skew):
+    n = 100_000
+    lo, width, prob, alias = zipf_table(n, skew)
+    assert lo[0] == 0 and (lo[1:] == lo[:-1] + width[:-1]).all() and lo[-1] + width[-1] == n
+    rng = np.array([12345], dtype=np.uint64)
+    draws = np.array([random_rank(np.int64(n), np.int64(0), np.int64(len(lo)), lo, width, prob, alias, rng)
+                      for _ in range(200_000)])
+    k = np.arange(n)
+    p = (k + 1.0) ** -skew
+    p /= p.sum()
+    for r in (0, 1, 9):
+        assert abs((draws == r).mean() - p[r]) < 4 * np.sqrt(p[r] / 200_000) + 1e-3
+    assert abs((draws < 1000).mean() - p[:1000].sum()) < 0.01
+    assert abs((draws >= 50_000).mean() - p[50_000:].sum()) < 0.01
+
+
+def test_uniform_ranks():
+    rng = np.array([7], dtype=np.uint64)
+    z = np.zeros(0, np.int64)
+    draws = np.array([random_rank(np.int64(10), np.int64(-1), np.int64(0), z, z, np.zeros(0), z, rng)
+                      for _ in range(20_000)])
+    assert set(draws) == set(range(10))
+    assert np.abs(np.bincount(draws) / 20_000 - 0.1).max() < 0.015
+
+
+def test_splitmix_is_deterministic_and_spread():
+    a = np.array([1], dtype=np.uint64)
+    b = np.array([1], dtype=np.uint64)
+    xs = [int(next_u64(a)) for _ in range(1000)]
+    assert xs == [int(next_u64(b)) for _ in range(1000)]
+    bits = np.array([[(x >> i) & 1 for i in range(64)] for x in xs])
+    assert np.abs(bits.mean(axis=0) - 0.5).max() < 0.08
+
+
+def test_regions_do_not_overlap():
+    streams = {"a": Stream(kind="sequential", footprint_kb=100), "b": Stream(kind="chase", footprint_kb=3000),
+               "c": Stream(kind="random", footprint_kb=1, skew=1.0)}
+    t = build_streams(streams, np.random.default_rng(0))
+    ends = t.base + t.size.astype(np.uint64)
+    assert (t.base[1:] >= ends[:-1] + np.uint64(1 << 21)).all()
+    assert (t.base % np.uint64(1 << 21) == 0).all()
+    assert t.zoff[2] == 0 and t.zoff[0] == -1
+
+
+@given(st.lists(st.floats(0.0, 100.0), min_size=1, max_size=200),
+       st.lists(st.floats(0.01, 1.0), min_size=2, max_size=6))
+@settings(max_examples=50, deadline=None)
+def test_quota_rule_keeps_every_prefix_near_its_shares(weights, shares):
+    w = np.array(weights)
+    q = np.array(shares) / sum(shares)
+    cls = quota_assign(w, q)
+    got = np.bincount(cls, weights=w, minlength=len(q))
+    # each class is within one (largest) item of its weighted share
+    assert (np.abs(got - q * w.sum()) <= w.max() + 1e-9).all()
+
+
+@given(st.floats(0.5, 200.0), st.floats(0.0, 200.0))
+@settings(max_examples=60, deadline=None)
+def test_mean_floor_closed_form(lo, width):
+    u = (np.arange(20_000) + 0.5) / 20_000
+    brute = np.maximum(1.0, np.floor(lo + width * u)).mean()
+    assert abs(float(mean_floor(np.array([lo]), np.array([width]))[0]) - brute) < 2e-3 * max(1.0, width)
