@@ -112,3 +112,11 @@ def test_prologue_builds_immortal_data_first():
     assert s.clock >= 0.5 * MB and first.immortal[first.cstart == 1].all()
     second = s.next_batch()
     assert not second.immortal[second.cstart == 1].all()
+
+
+def test_the_prologue_cluster_ends_with_the_prologue():
+    b = behaviour(initial_mb=0.05, sizes=((8000, 8000, 1.0, 0),))
+    s = AllocationStream(b, 4, seed=1, batch=1000)
+    first = s.next_batch()
+    second = s.next_batch()
+    assert first.immortal[0] == 1 and second.cstart[0] == 1        # no immortal tail continues into the run

@@ -261,6 +261,8 @@ class AllocationStream:
                 death[starts] = d
                 immortal[starts] = (cls == 0).astype(np.uint8)
         self.clock = int(starts_at[-1] + nbytes[-1])
+        if prologue and self.clock >= self.initial_bytes:
+            self._left = 0                  # the long-lived data ends with the prologue
         return StreamBatch(payload=payload.astype(np.int32), nref=nref.astype(np.int32), cstart=cstart,
                            death=death, immortal=immortal, u_attach=self.rng.random(n), u_cross=self.rng.random(n),
                            nbytes=nbytes, cross_p=float(self.b.cross_ref))

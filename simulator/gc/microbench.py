@@ -9,11 +9,13 @@ objects of ``object_size`` payload bytes), then collected three times, each an e
 
 Building the lists writes them (the allocation stores of :mod:`simulator.gc.mutator` go through the
 memory hierarchy), then each collection is timed on the platform through its memory hierarchy.  Before
-the steps named in ``flush_before`` (default: step 3) the mutator's own data streams through the
-caches: the empty-heap collection is almost all mark-bitmap work, and in an application the bitmap has
-always been evicted by the mutator's allocation since the previous collection, whereas in the
-microbenchmark step 2 has just touched it; a row per step records the
-time, cycles, instructions and the memory reads during the collection (seed 003 Figures 5-4 and 5-7).
+the steps named in ``flush_before`` (default: steps 2 and 3) the mutator's own data streams through the
+caches, so that each collection starts with the caches an application's collection finds: in an
+application the objects that die were last touched by the mutator long before (that is why they are
+garbage), and the mark bitmap was evicted by the allocation since the previous collection, whereas in
+the microbenchmark step 1 has just walked every list object and step 2 the bitmap.  A row per step
+records the time, cycles, instructions, the mark phase's time and the memory reads during the
+collection (seed 003 Figures 5-4 and 5-7).
 ``copy_bandwidth`` measures the platform's copy bandwidth the same way (a memcpy stream), the figure the
 HBench:JGC analyzer divides bytes copied by.
 """
@@ -41,7 +43,8 @@ PC_COPY = PC_ALLOC + 0x100
 
 def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_length: int, object_size: int,
                        collector: str = "mark-sweep", header_bytes: int = 4, seed: int = 0,
-                       flush_before: tuple[str, ...] = ("empty",), fields: int = 1, twin: bool = False) -> list[dict]:
+                       flush_before: tuple[str, ...] = ("dead", "empty"), fields: int = 1,
+                       twin: bool = False) -> list[dict]:
     """One configuration of the microbenchmark: three rows (live, dead, empty).  ``fields`` reference
     fields per object (1: just ``next``); ``twin``: the second field also points to the next object
     (fan-in two), the variants that separate the fan-out and fan-in costs of seed 003 §5.2.1.2."""
