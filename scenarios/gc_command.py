@@ -53,9 +53,7 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
     config = heap_config("whatif gc", **kwargs)
     from scenarios.progress import progress_bar
 
-    from simulator.gc.behaviour import MB as _MB
-
-    total = int(behaviour.total_alloc_mb * _MB * scale)
+    total = int(behaviour.total_alloc_mb * MB * scale)
     with progress_bar(total, f"allocating ({workload})", enabled=progress) as advance:
         result = simulate_gc(behaviour, config, platform, scale=scale, seed=seed, progress=advance)
     log = gc_log(result)

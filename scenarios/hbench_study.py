@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from models.errors import ModelInputError
@@ -59,7 +58,8 @@ def test_measured_units_are_accepted():
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.drop(columns=["objects"]), "missing column 'objects'"),
     (lambda d: d.drop(columns=["gc_seconds"]), "missing column 'gc_seconds' (or 'gc_ms')"),
-    (lambda d: d.assign(step=["alive"] + list(d["step"].iloc[1:])), "row 1, column 'step': must be one of live, dead, empty"),
+    (lambda d: d.assign(step=["alive"] + list(d["step"].iloc[1:])),
+     "row 1, column 'step': must be one of live, dead, empty"),
     (lambda d: d.assign(objects=[-5] + list(d["objects"].iloc[1:])), "row 1, column 'objects': must be > 0, got -5"),
     (lambda d: d.assign(object_size=[0] + list(d["object_size"].iloc[1:])), "row 1, column 'object_size': must be > 0"),
     (lambda d: d[d["step"] != "empty"], "C_fixed needs 'empty' steps at two or more heap sizes"),

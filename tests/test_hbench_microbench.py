@@ -6,7 +6,7 @@ import pytest
 
 from models.errors import ModelInputError
 from models.hbench import TABLE_5_4_SIZES, MicrobenchPlan
-from models.hbench.microbench import MB, object_bytes
+from models.hbench.microbench import object_bytes
 
 
 def test_default_plan_follows_the_seed():

@@ -33,7 +33,7 @@ mark_seconds    time of the collection's mark phase (optional; for the spacing e
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import pandas as pd
 

@@ -101,7 +101,8 @@ class AppProfile:
         out = pd.DataFrame({"gc": _numeric(log, "gc", source).astype(np.int64).to_numpy()})
         if out["gc"].duplicated().any():
             row = int(out["gc"].duplicated().to_numpy().nonzero()[0][0])
-            raise ModelInputError(f"{source}: row {row + 1}, column 'gc': collection {int(out['gc'].iloc[row])} appears twice")
+            gc = int(out["gc"].iloc[row])
+            raise ModelInputError(f"{source}: row {row + 1}, column 'gc': collection {gc} appears twice")
         out["actual_s"] = (_numeric(log, "duration_s", source) if "duration_s" in cols
                            else _numeric(log, "duration_ms", source) / 1e3).to_numpy()
         out["heap_bytes"] = (_numeric(log, "heap_bytes", source, positive=True) if "heap_bytes" in cols

@@ -20,7 +20,7 @@ from simulator.gc.layout import (CLASS_BASE, HEAP_BASE, PC_CROOTS, PC_EVAC, PC_S
 from simulator.gc.state import (FAR, HIST_BINS, P_CDEAD, P_CROOTS, P_DONE, P_SCAN, S_CFIELD, S_COBJ,
                                 S_COPIED_BYTES, S_COPIED_OBJ, S_DEAD_BYTES, S_DEAD_OBJ, S_DEST, S_EPOCH, S_FROM,
                                 S_HDR, S_LIVE_BYTES, S_LIVE_OBJ, S_NEED, S_NIDFREE, S_NROOTS, S_OBJBYTES,
-                                S_OBJS, S_PHASE, S_POS, S_REFS_SCANNED, S_ROOTS_SCANNED, S_SCAN, S_SEMI,
+                                S_OBJS, S_PHASE, S_POS, S_REFS_SCANNED, S_ROOTS_SCANNED, S_SCAN,
                                 S_SEMISIZE, ST_FINISHED, ST_MORE, ST_NEED_BUF)
 
 
@@ -119,7 +119,8 @@ def cp_step(H, B, emit, cap, stop_phase):
                         S[S_SCAN] = scan
                         return n, ST_MORE
                     n = load(B, n, emit, PC_SCAN, R_HDR, R_POS, HEAP_BASE + scan, 4)
-                    n = load(B, n, emit, PC_SCAN + 4, R_CLS, R_HDR, CLASS_BASE + ((np.int64(H.o_payload[oid]) >> 2) & 255) * 64, 4)
+                    cls = CLASS_BASE + ((np.int64(H.o_payload[oid]) >> 2) & 255) * 64
+                    n = load(B, n, emit, PC_SCAN + 4, R_CLS, R_HDR, cls, 4)
                     n = alu(B, n, emit, PC_SCAN + 8, R_CNT, R_CLS, -1)
                     S[S_COBJ] = scan
                     S[S_CFIELD] = 0

@@ -5,8 +5,9 @@ described by ``gmap`` over 8-byte granules: at an object's first granule the obj
 free chunk's first granule minus its length in granules.  Every byte of the heap is covered by
 objects and free chunks, so a collector can walk it from the start by sizes alone, as a real one does
 by reading headers.  Root slots whose death time is known sit in a binary min-heap (``q_death``,
-``q_slot``) so that the mutator drops them as soon as allocation passes that time.  Reference fields hold the target's heap offset plus one (0 is null) in ``mem``,
-one int32 per 4-byte word of the heap, so references move with their objects.
+``q_slot``) so that the mutator drops them as soon as allocation passes that time.  Reference fields
+hold the target's heap offset plus one (0 is null) in ``mem``, one int32 per 4-byte word of the heap,
+so references move with their objects.
 
 Besides the live and dead payload histograms, a collection records the *spacing* of its live objects:
 the distance from the start of the previous live object in address order, less the header (the object
