@@ -85,7 +85,8 @@ def run_task(item: dict, shared: dict, progress=None) -> dict:
                                       seed=shared["seed"])}
     elif kind == "microbench":
         c = item["config"]
-        rows = run_microbenchmark(platform, c["heap_bytes"], c["n_lists"], c["list_length"], c["object_size"],
+        heap = c["heap_bytes"] * (2 if shared["collector"] == "copying" else 1)     # two semispaces
+        rows = run_microbenchmark(platform, heap, c["n_lists"], c["list_length"], c["object_size"],
                                   collector=shared["collector"], seed=shared["seed"], fields=c["fields"],
                                   twin=c["twin"])
         for r in rows:
@@ -139,6 +140,9 @@ class HbenchGcStudy:
                 behaviours.setdefault(spec.heap_sweep.application, load_behaviour(spec.heap_sweep.application))
         except (SimulatorInputError, ModelInputError, TypeError) as exc:
             raise ScenarioError(f"{ctx.source}: hbench: {str(exc).splitlines()[0]}") from None
+        if spec.collector == "copying" and spec.spacing:
+            raise ScenarioError(f"{ctx.source}: hbench.spacing: the spacing extension prices the mark phase, which "
+                                "the copying collector does not have; set spacing = false")
         for name in spec.heap_mb:
             if name not in spec.applications:
                 raise ScenarioError(f"{ctx.source}: hbench.heap_mb: {name!r} is not one of the applications")

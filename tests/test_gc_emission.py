@@ -8,7 +8,7 @@ import pytest
 from simulator.gc import kernel_alloc as KA
 from simulator.gc.config import heap_config
 from simulator.gc.heap import Heap
-from simulator.gc.layout import HEAP_BASE, PC_MARK, PC_SWEEP, R_HDR, R_POS
+from simulator.gc.layout import HEAP_BASE, PC_MARK, PC_SWEEP, R_HDR, R_POS, ROOT_BASE
 from simulator.gc.state import IMMORTAL
 from simulator.isa import FIELDS, OP_ALU, OP_LOAD, InstrBlock
 
@@ -36,7 +36,7 @@ def test_stream_follows_the_contract_and_counts_the_work():
     sweep_headers = np.count_nonzero((s.pc == PC_SWEEP) & (s.op == OP_LOAD))
     assert mark_headers == n + 1                               # every list object and the array
     assert sweep_headers == n + 1 + 1                          # ... plus the free chunk at the top
-    assert np.all(s.mem_addr[s.op == OP_LOAD] >= 0x0800_0000)
+    assert np.all(s.mem_addr[s.op == OP_LOAD] >= ROOT_BASE) and np.all(s.pc >= 0x0F00_0000)
 
 
 def test_sweep_header_loads_form_a_dependence_chain():

@@ -86,3 +86,19 @@ def test_instructions_per_unit_must_be_positive():
     heap = Heap(heap_config(heap_bytes=256 * KB))
     with pytest.raises(SimulatorInputError, match="instructions_per_unit must be > 0"):
         JavaRun(heap, AllocationStream(b, 4), mutator(1), instructions_per_unit=0)
+
+
+def test_java_run_with_the_workload_synthesizer():
+    from simulator.synth import Synthesizer
+
+    platform = load_platform("mpc7447a")
+    synth = Synthesizer("specjvm98/javac", platform.isa, seed=1, instructions=300_000)
+    b = behaviour(total_mb=1.0, immortal=0.01, phase=0.05, short=0.94)
+    heap = Heap(heap_config(heap_bytes=256 * KB))
+    stream = AllocationStream(b, heap.header_bytes, seed=1)
+    blocks = (synth.next_block(30_000) for _ in range(10))
+    run = JavaRun(heap, stream, blocks, instructions_per_unit=300_000 / (1.0 * MB / b.bytes_per_unit))
+    timer = GcTimer(platform)
+    stats = run.drive(timer.core)
+    assert stats.mutator_instructions == 300_000 and len(stats.collections) >= 2
+    assert timer.core.counters()["instructions"] == 300_000 + stats.gc_instructions

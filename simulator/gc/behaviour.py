@@ -1,6 +1,6 @@
 """Allocation behaviour of Java workloads, and the allocation streams it generates.
 
-A behaviour (one ``[alloc.NAME]`` table of ``simulator/workloads/*_alloc.toml``) says how much a
+A behaviour (one ``[alloc.NAME]`` table of ``simulator/workloads/alloc/SUITE.toml``) says how much a
 program allocates per bytecode-equivalent unit of work (seed 003 §5.2.2: objects per bytecode, so the
 characterisation does not depend on the collector), the sizes of its objects (payload bytes, header
 excluded, in bins with a weight and the number of reference fields), how objects cluster into linked
@@ -26,7 +26,7 @@ from simulator.errors import SimulatorInputError
 from simulator.gc.state import IMMORTAL
 from simulator.schema import load_toml, validate_model
 
-WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
+WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads" / "alloc"
 ALLOC_SCHEMA_VERSION = 1
 NORMALISE_TOL = 1e-6
 MB = 1024 * 1024
@@ -112,17 +112,17 @@ class AllocBehaviour(BaseModel):
 
 
 def catalog_path(suite: str) -> Path:
-    return WORKLOAD_DIR / f"{suite}_alloc.toml"
+    return WORKLOAD_DIR / f"{suite}.toml"
 
 
 def alloc_suites() -> list[str]:
-    return sorted(p.stem.removesuffix("_alloc") for p in WORKLOAD_DIR.glob("*_alloc.toml"))
+    return sorted(p.stem for p in WORKLOAD_DIR.glob("*.toml"))
 
 
 def load_catalog(suite: str, path: Path | None = None) -> dict[str, AllocBehaviour]:
     path = path or catalog_path(suite)
     raw = load_toml(path)
-    source = str(path.name) if path.parent == WORKLOAD_DIR else str(path)
+    source = f"workloads/alloc/{path.name}" if path.parent == WORKLOAD_DIR else str(path)
     version = raw.get("schema_version")
     if version != ALLOC_SCHEMA_VERSION:
         raise SimulatorInputError(f"{source}: schema_version {version!r} is not supported "

@@ -34,6 +34,7 @@ COLLECTORS = {
 }
 
 GROWTH_STEP = 64 * 1024
+MAX_HEAP_BYTES = 1 << 30          # the address map of simulator.gc.layout holds heaps up to 1 GB
 
 
 def check_collector(name: str) -> str:
@@ -66,6 +67,9 @@ class HeapConfig(BaseModel):
                              f"{' per semispace' if self.collector == 'copying' else ''})")
         if self.growth == "expand" and self.collector != "mark-sweep":
             raise ValueError("growth 'expand' is supported by the mark-sweep collector only")
+        if self.capacity_bytes > MAX_HEAP_BYTES:
+            raise ValueError(f"heaps above {MAX_HEAP_BYTES >> 20} MB are not supported (the simulated address "
+                             f"map), got {self.capacity_bytes >> 20} MB")
         if self.max_heap_bytes is not None and self.max_heap_bytes < self.heap_bytes:
             raise ValueError(f"max_heap_bytes ({self.max_heap_bytes}) is below heap_bytes ({self.heap_bytes})")
         return self

@@ -9,7 +9,7 @@ the real dependences (a pointer-chasing load names the register the previous loa
 Address map (virtual; the platform's page mapping turns it into physical addresses):
 
 ================  ============================================================================
-``CODE_BASE``     the collector's routines (one small loop each, see ``PC_*``)
+``CODE_BASE``     the collector's routines (one small loop each, see ``PC_*``), the JVM's text
 ``ROOT_BASE``     the root table: one 4-byte slot per root (statics, stack slots, JNI handles)
 ``STACK_BASE``    the mark stack (4-byte entries, grows upwards)
 ``CLASS_BASE``    class descriptors (reference maps) read while scanning an object
@@ -27,12 +27,12 @@ from simulator.isa import OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE
 
 U64 = np.uint64
 
-CODE_BASE = 0x0040_0000
-ROOT_BASE = 0x0800_0000
-STACK_BASE = 0x0900_0000
-CLASS_BASE = 0x0980_0000
-BITMAP_BASE = 0x0A00_0000
-HEAP_BASE = 0x1000_0000
+CODE_BASE = 0x0F00_0000      # the JVM's text, below the program's data (simulator.synth: text 0x400000,
+ROOT_BASE = 0x2000_0000      # data regions from 0x10000000) and far from the heap
+STACK_BASE = 0x2100_0000
+CLASS_BASE = 0x2180_0000
+BITMAP_BASE = 0x2200_0000    # up to 16 MB: heaps up to 1 GB
+HEAP_BASE = 0x4000_0000
 
 GRANULE = 8                  # bytes per heap granule (object alignment, one mark bit)
 REF_BYTES = 4                # a reference field (32-bit references, as in the JDK 1.2.2 classic JVM)

@@ -40,7 +40,7 @@ def touch(memory, addr: np.ndarray, nbytes: np.ndarray) -> int:
     return len(a)
 
 
-SCRATCH_BASE = 0x7000_0000        # the mutator's own data, outside the heap
+SCRATCH_BASE = 0x3000_0000        # the mutator's own data, outside the heap and the collector's tables
 
 
 def flush(memory, platform) -> int:
