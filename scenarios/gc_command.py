@@ -138,8 +138,10 @@ def print_summary(doc: dict[str, Any], log: pd.DataFrame) -> None:
         t.add_row(k, v)
     console.print(t)
     if s["out_of_memory"]:
-        console.print(f"[red]out of memory[/]: a request of {s['oom_request_bytes']:,} bytes does not fit after a "
-                      f"full collection ({s['oom_live_bytes']:,} bytes live in a {s['heap_bytes']:,}-byte heap)")
+        why = ("does not fit after a full collection" if s["oom_reason"] == "request" else
+               "could not be met: collections in a row freed less than 2% of the heap")
+        console.print(f"[red]out of memory[/]: a request of {s['oom_request_bytes']:,} bytes {why} "
+                      f"({s['oom_live_bytes']:,} bytes live in a {s['heap_bytes']:,}-byte heap)")
     if len(log):
         lt = Table(title="GC log" + (f" (first {LOG_PREVIEW})" if len(log) > LOG_PREVIEW else ""))
         for col in ("gc", "reason", "pause ms", "heap MB", "live objs", "live MB", "dead objs", "copied KB"):

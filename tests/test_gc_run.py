@@ -88,3 +88,13 @@ def test_copying_collector_runs(platform):
     b = behaviour(total_mb=2.0)
     r = simulate_gc(b, heap_config(collector="copying", heap_bytes=1024 * KB), platform, seed=1)
     assert r.collections and all(c.copied_bytes == c.live_bytes for c in r.collections)
+
+
+def test_gc_overhead_limit_ends_a_thrashing_run(platform):
+    b = behaviour(initial_mb=0.3, total_mb=4.0, immortal=0.0, phase=0.0, short=1.0)
+    cfg = heap_config(heap_bytes=512 * KB, overhead_free_ratio=0.5, overhead_collections=3)
+    r = simulate_gc(b, cfg, platform, timed=False)
+    assert r.out_of_memory and r.oom_reason == "overhead"
+    assert all(c.free_bytes_after < 0.5 * 512 * KB for c in r.collections[-3:])
+    relaxed = simulate_gc(b, heap_config(heap_bytes=512 * KB), platform, timed=False)
+    assert not relaxed.out_of_memory and len(relaxed.collections) > len(r.collections)

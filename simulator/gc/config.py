@@ -11,6 +11,11 @@ Heap growth (``growth``):
   free, or when the request still does not fit, the heap grows to the smallest multiple of 64 KB
   that leaves ``min_free_ratio`` free and holds the request, capped at ``max_heap_bytes``.
 
+Out of memory: a request that does not fit after a full collection (and a compaction), or -- so that a
+heap barely larger than the live data does not collect forever -- ``overhead_collections`` allocation
+failures in a row that each leave less than ``overhead_free_ratio`` of the heap free (the "GC overhead
+limit" of later JVMs).
+
 Compaction (mark-sweep; the JDK 1.2.2 classic collector "occasionally moves live objects"): after the
 sweep of an allocation-failure collection, when the failed request fits in no free chunk; after the
 sweep of an explicit ``System.gc()``, when the free space is fragmented: ``1 - largest free chunk /
@@ -55,6 +60,8 @@ class HeapConfig(BaseModel):
                                                                   "classic JVM, seed 003 footnote 3)")
     explicit_compaction_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     compaction: bool = True
+    overhead_free_ratio: float = Field(default=0.02, ge=0.0, lt=1.0)
+    overhead_collections: int = Field(default=5, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> "HeapConfig":

@@ -60,6 +60,7 @@ class Collection:
     compaction_cycles: int = 0
     max_mark_stack: int = 0
     out_of_memory: bool = False
+    oom_reason: str = ""           # "request": it does not fit; "overhead": collections free too little
     phase_cycles: dict = field(default_factory=dict)
     hist_payload: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     hist_live: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -96,6 +97,7 @@ class Heap:
             self._set_single_chunk(0, heap)
         self.buffer = empty_buffer(buffer_instructions)
         self.collections: list[Collection] = []
+        self._starved = 0              # allocation failures in a row that freed too little
 
     # ------------------------------------------------------------------ properties
     @property
@@ -257,6 +259,13 @@ class Heap:
             if cfg.growth == "expand":
                 self._expand(request)
         free, largest = KA.free_stats(H)
+        oom = ""
+        if request > 0 and largest < request:
+            oom = "request"
+        elif reason == "allocation":
+            self._starved = self._starved + 1 if free < cfg.overhead_free_ratio * self.space_bytes else 0
+            if self._starved >= cfg.overhead_collections:
+                oom = "overhead"
         coll = Collection(
             index=len(self.collections), reason=reason, clock_bytes=clock, heap_bytes=heap_before,
             live_objects=int(S[S_LIVE_OBJ]), live_bytes=int(S[S_LIVE_BYTES]), dead_objects=int(S[S_DEAD_OBJ]),
@@ -265,7 +274,7 @@ class Heap:
             mark_visits=int(S[S_MARK_VISITS]), refs_scanned=int(S[S_REFS_SCANNED]), free_bytes_after=int(free),
             largest_free_after=int(largest), heap_after_bytes=int(S[S_HEAP]), instructions=int(instr),
             compaction_instructions=int(comp_instr), max_mark_stack=int(S[S_MAX_STACK]),
-            out_of_memory=bool(request > 0 and largest < request))
+            out_of_memory=bool(oom), oom_reason=oom)
         nz = np.nonzero(H.hist_live + H.hist_dead)[0]
         coll.hist_payload = hist_bin_payload(nz)
         coll.hist_live = H.hist_live[nz].copy()

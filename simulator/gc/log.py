@@ -121,4 +121,5 @@ def summary(result, log: pd.DataFrame | None = None) -> dict[str, Any]:
     if result.out_of_memory:
         doc["oom_request_bytes"] = int(result.oom_request_bytes)
         doc["oom_live_bytes"] = int(result.oom_live_bytes)
+        doc["oom_reason"] = result.oom_reason
     return doc

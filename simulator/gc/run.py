@@ -44,6 +44,7 @@ class GcRunResult:
     out_of_memory: bool = False
     oom_request_bytes: int = 0
     oom_live_bytes: int = 0
+    oom_reason: str = ""
     simulation_seconds: float = 0.0
     counters: dict = field(default_factory=dict)
 
@@ -153,5 +154,6 @@ def simulate_gc(behaviour: AllocBehaviour, config: HeapConfig, platform: Platfor
         collections=list(heap.collections), allocated_bytes=heap.clock, allocated_objects=heap.allocated_objects,
         out_of_memory=oom, oom_request_bytes=int(oom_request),
         oom_live_bytes=int(last.live_bytes) if (oom and last is not None) else 0,
+        oom_reason=last.oom_reason if (oom and last is not None) else "",
         simulation_seconds=time.perf_counter() - t0,
         counters=timer.counters() if timer is not None else {})
