@@ -56,10 +56,13 @@ class Run:
     sweep: dict[str, Any] = field(default_factory=dict)
     replicate: int = 0
     seed: int = 0
+    workload: str | None = None
 
     def identity(self) -> dict[str, Any]:
-        return {"run": self.id, "variant": self.variant, "platform": self.platform, **self.sweep,
-                "replicate": self.replicate}
+        ident = {"run": self.id, "variant": self.variant, "platform": self.platform}
+        if self.workload is not None:
+            ident["workload"] = self.workload
+        return {**ident, **self.sweep, "replicate": self.replicate}
 
 
 def _strip_prefix(key: str) -> str:
@@ -121,12 +124,16 @@ def expand_runs(scenario: Scenario, source: str, extra_overrides: list[str] = ()
                 except SimulatorInputError as exc:
                     where = f"variants.{variant}" if overrides else "sweep" if point else "--set"
                     raise ScenarioError(f"{source}: {where}: {exc}") from None
-                for rep in range(scenario.replicates):
-                    label = variant if len(scenario.platforms) == 1 else f"{variant}@{platform}"
-                    if point:
-                        label += "[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]"
-                    if scenario.replicates > 1:
-                        label += f"#{rep}"
-                    runs.append(Run(id=label, variant=variant, platform=platform, overrides=ov,
-                                    sweep={k: v for k, v in point.items()}, replicate=rep, seed=rep_seeds[rep]))
+                for workload in scenario.workloads or [None]:
+                    for rep in range(scenario.replicates):
+                        label = variant if len(scenario.platforms) == 1 else f"{variant}@{platform}"
+                        if workload is not None:
+                            label = f"{workload}:{label}"
+                        if point:
+                            label += "[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]"
+                        if scenario.replicates > 1:
+                            label += f"#{rep}"
+                        runs.append(Run(id=label, variant=variant, platform=platform, overrides=ov,
+                                        sweep={k: v for k, v in point.items()}, replicate=rep, seed=rep_seeds[rep],
+                                        workload=workload))
     return runs

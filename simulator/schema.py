@@ -30,10 +30,10 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise SimulatorInputError(f"{path}: not a UTF-8 text file") from None
 
 
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """The first pydantic error as one line naming the file and dotted field path."""
+def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> str:
+    """The first pydantic error as one line naming the file and dotted field path (under ``prefix``)."""
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+    loc = ".".join(([prefix] if prefix else []) + [str(p) for p in err.get("loc", ()) if p != "__root__"])
     msg = err.get("msg", "invalid value")
     msg = msg.removeprefix("Value error, ")
     where = f"{source}: {loc}" if loc else source

@@ -30,7 +30,7 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativ
                       ValidationError, model_validator)
 
 from simulator.errors import SimulatorInputError
-from simulator.schema import load_toml
+from simulator.schema import format_validation_error, load_toml
 
 SCHEMA_VERSION = 1
 CHANGELOG = {1: "initial workload format (mix, code, branches, dependences, streams, phases, min_heap_kb)"}
@@ -269,30 +269,11 @@ class Catalog(_Strict):
 
 
 # ----------------------------------------------------------------------------------------- errors
-def _format(exc: ValidationError, where: str, prefix: str = "") -> str:
-    """The first pydantic error as one line: ``<file>: <dotted path>: <what is wrong>``."""
-    err = exc.errors()[0]
-    parts = [prefix] if prefix else []
-    parts += [str(p) for p in err.get("loc", ()) if p != "__root__"]
-    loc = ".".join(parts)
-    head = f"{where}: {loc}" if loc else where
-    kind = err.get("type", "")
-    if kind == "missing":
-        return f"{head}: required field is missing"
-    if kind == "extra_forbidden":
-        return f"{head}: unknown field"
-    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-    value = err.get("input")
-    if isinstance(value, (dict, list)) or kind.startswith("value_error") or value is None:
-        return f"{head}: {msg}"
-    return f"{head}: {msg} (got {value!r})"
-
-
 def _validate(model: type[BaseModel], data: Any, where: str, prefix: str = "") -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise SimulatorInputError(_format(exc, where, prefix)) from None
+        raise SimulatorInputError(format_validation_error(exc, where, prefix)) from None
 
 
 # ----------------------------------------------------------------------------------------- phases
