@@ -328,6 +328,38 @@ def mine_cmd(profile: Path = typer.Argument(..., help="EFG as JSON (interchange 
     report_analysis([], doc, results.summary(top=top or 25).as_text(), as_json, out)
 
 
+# --------------------------------------------------------------------------- gc (seed 003, heap simulator)
+@app.command("gc")
+@command
+def gc_cmd(workload: str = typer.Option(..., "--workload", "-w", help="allocation behaviour: suite/name (e.g. "
+                                                                       "specjvm98/javac) or FILE.toml:name"),
+           heap_mb: Optional[float] = typer.Option(None, "--heap-mb", help="heap size in MB (default: the "
+                                                                            "workload's measured heap)"),
+           platform: str = typer.Option("mpc7447a", "--platform", "-p", help="platform name or TOML path"),
+           collector: str = typer.Option("mark-sweep", "--collector", help="mark-sweep | copying"),
+           scale: float = typer.Option(1.0, "--scale", help="shrink allocation volume and heap by this factor "
+                                                            "(0, 1]; object sizes are kept"),
+           growth: str = typer.Option("fixed", "--growth", help="fixed | expand (mark-sweep)"),
+           max_heap_mb: Optional[float] = typer.Option(None, "--max-heap-mb", help="largest heap for --growth expand"),
+           seed: int = typer.Option(0, "--seed"),
+           out: Optional[Path] = typer.Option(None, "--out", "-o", help="write gc_log, histogram, plots, report.html"),
+           as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """Simulate a Java workload's heap: GC log and GCViewer-style summary (pauses, throughput, freed bytes)."""
+    from scenarios import gc_command
+
+    if growth not in ("fixed", "expand"):
+        fail(f"--growth must be fixed or expand, got {growth!r}")
+    doc, log = gc_command.gc_command(workload, heap_mb, platform_name=platform, collector=collector, scale=scale,
+                                     growth=growth, max_heap_mb=max_heap_mb, seed=seed, out=out,
+                                     progress=not as_json)
+    if as_json:
+        echo_json(doc)
+    else:
+        gc_command.print_summary(doc, log)
+        if out is not None:
+            typer.echo(f"results written to {out}")
+
+
 def main() -> None:  # console-script entry point
     app()
 

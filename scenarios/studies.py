@@ -18,6 +18,7 @@ import pandas as pd
 STUDY_MODULES = {
     "cachesim": "scenarios.cachesim_study:CachesimStudy",
     "simulate": "scenarios.simulate_study:SimulateStudy",
+    "hbench-gc": "scenarios.hbench_study:HbenchGcStudy",
 }
 
 

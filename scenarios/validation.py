@@ -19,6 +19,7 @@ CHECK_MODULES: list[str] = [
     "scenarios.checks_regression",
     "scenarios.checks_similarity",
     "scenarios.checks_flowgsp",
+    "scenarios.checks_gc",
 ]
 
 

@@ -1,0 +1,51 @@
+"""The mutator's memory traffic that the heap simulator knows about: initialising new objects.
+
+A JVM writes every object it allocates (header, zeroed fields) before the program uses it, so between
+two collections the caches fill with the most recently allocated objects and lose the collector's data
+(the mark bitmap, the previous sweep's tail).  ``allocation_stores`` is that traffic: one 8-byte store at
+the header and one per further 32 bytes of each object, in allocation order.  Studies that simulate no
+mutator instruction stream still run these stores through the memory hierarchy (untimed), so a
+collection starts with the cache contents a real one would find.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simulator.gc.layout import HEAP_BASE
+
+STORE_STRIDE = 32
+STORE_BYTES = 8
+K_STORE = 2
+
+
+def allocation_stores(addr: np.ndarray, nbytes: np.ndarray, stride: int = STORE_STRIDE) -> tuple[np.ndarray, ...]:
+    """Trace arrays (addresses, sizes, kinds) of the stores initialising objects at heap offsets ``addr``."""
+    addr = np.asarray(addr, np.int64)
+    nbytes = np.asarray(nbytes, np.int64)
+    counts = (nbytes + stride - 1) // stride
+    total = int(counts.sum())
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    offsets = (np.arange(total, dtype=np.int64) - first) * stride
+    addrs = (np.repeat(addr, counts) + offsets + HEAP_BASE).astype(np.uint64)
+    return addrs, np.full(total, STORE_BYTES, np.uint16), np.full(total, K_STORE, np.uint8)
+
+
+def touch(memory, addr: np.ndarray, nbytes: np.ndarray) -> int:
+    """Run the initialising stores of the given objects through ``memory`` (a MemoryHierarchy)."""
+    if len(addr) == 0:
+        return 0
+    a, s, k = allocation_stores(addr, nbytes)
+    memory.run(a, s, k)
+    return len(a)
+
+
+SCRATCH_BASE = 0x3000_0000        # the mutator's own data, outside the heap and the collector's tables
+
+
+def flush(memory, platform) -> int:
+    """Stream stores over twice the largest cache's capacity of the mutator's own data (outside the
+    heap), evicting the collector's lines: the cache state a collection finds after the mutator ran."""
+    largest = max(int(c.size_kb * 1024) for c in platform.caches.values())
+    addr = np.array([SCRATCH_BASE - HEAP_BASE], np.int64)
+    return touch(memory, addr, np.array([2 * largest], np.int64))

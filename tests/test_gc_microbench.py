@@ -1,0 +1,57 @@
+"""The HBench:JGC microbenchmark on the simulator: rows, steps, cost shape, copy bandwidth."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.errors import SimulatorInputError
+from simulator.gc.microbench import STEPS, copy_bandwidth, run_microbenchmark
+from simulator.platform import load_platform
+
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def platform():
+    return load_platform("mpc7447a")
+
+
+def test_three_steps(platform):
+    rows = run_microbenchmark(platform, 4 * MB, 16, 4096, 28)          # 2 MB of lists, 4x the L2
+    assert [r["step"] for r in rows] == list(STEPS)
+    live, dead, empty = rows
+    n = 16 * 4096
+    assert (live["live_objects"], live["dead_objects"]) == (n + 1, 0)
+    assert (dead["live_objects"], dead["dead_objects"]) == (1, n)
+    assert (empty["live_objects"], empty["dead_objects"]) == (1, 0)
+    assert live["gc_seconds"] > dead["gc_seconds"] > 0 and empty["gc_seconds"] > 0
+    assert live["mark_seconds"] > 0 and live["mark_seconds"] < live["gc_seconds"]
+    assert live["memory_reads"] > 0 and empty["fields"] == 1 and empty["fan_in"] == 1
+
+
+def test_per_object_cost_rises_to_the_line_then_stays(platform):
+    per = {}
+    for s in (12, 28, 60, 124):
+        rows = run_microbenchmark(platform, 4 * MB, 32, 2048 * 16 // (s + 4), s)
+        dead = rows[1]
+        per[s] = (dead["gc_seconds"] - rows[2]["gc_seconds"]) / dead["objects"]
+    assert per[12] < per[28] < per[60]
+    assert per[124] == pytest.approx(per[60], rel=0.1)      # flat above the 64-byte L2 line (60 + 4-byte header)
+
+
+def test_fanin_variant_visits_twice(platform):
+    plain = run_microbenchmark(platform, 2 * MB, 8, 256, 28, fields=2)
+    twin = run_microbenchmark(platform, 2 * MB, 8, 256, 28, fields=2, twin=True)
+    assert twin[0]["fan_in"] == 2 and twin[0]["gc_seconds"] > plain[0]["gc_seconds"]
+
+
+def test_bad_microbenchmarks(platform):
+    with pytest.raises(SimulatorInputError, match="need .* bytes; the heap has"):
+        run_microbenchmark(platform, 64 * 1024, 16, 1024, 28)
+    with pytest.raises(SimulatorInputError, match="object_size must be positive"):
+        run_microbenchmark(platform, MB, 1, 1, 0)
+
+
+def test_copy_bandwidth_is_bounded_by_the_memory_system(platform):
+    bw = copy_bandwidth(platform, nbytes=2 * MB)
+    assert 0 < bw["bytes_per_second"] < platform.memory.bandwidth_gb_s * 1e9
