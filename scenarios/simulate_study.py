@@ -161,13 +161,7 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
         add_report(report, tables, figures)
         report.provenance(manifest)
         with ResultsWriter(out) as w:
-            for name, df in tables.items():
-                w.table(name, df)
-            for name, (fig, _) in figures.items():
-                w.figure(name, fig)
-            w.json("results.json", doc)
-            w.json("manifest.json", manifest)
-            w.text("report.html", report.html())
+            w.results(tables=tables, figures=figures, results=doc, manifest=manifest, report=report)
     return doc
 
 
