@@ -18,6 +18,7 @@ import pandas as pd
 STUDY_MODULES = {
     "cachesim": "scenarios.cachesim_study:CachesimStudy",
     "simulate": "scenarios.simulate_study:SimulateStudy",
+    "similarity": "scenarios.similarity_study:SimilarityStudy",
 }
 
 
