@@ -74,8 +74,8 @@ class SimilarityStudy:
             engine.validate_params()
         except ModelInputError as exc:
             raise ScenarioError(f"{ctx.source}: similarity: {exc}") from None
+        spec = simulate_spec(ctx, min_intervals=MIN_ENGINE_INTERVALS)       # workloads checked here first
         engine.reference = _resolve_reference(ctx, sim.reference)
-        spec = simulate_spec(ctx, min_intervals=MIN_ENGINE_INTERVALS)
         if spec.sampling is None:
             raise ScenarioError(f"{ctx.source}: simulate.sampling: the similarity study needs the sampling engine; "
                                 f"give sampling = [s_d, s_p, s_i] (e.g. [10, 5, 3])")
@@ -226,7 +226,7 @@ def signature_comparison(results: SimilarityResults, platform: str) -> pd.DataFr
         return None
     published = seed002.signatures(platform)
     cols = [r.stalls.index(s) for s in stalls]
-    short = [s.split(".")[-1] for s in stalls]
+    short = [s.replace("RESOURCE_STALLS.", "").replace("RAT_STALLS.ANY", "RAT") for s in stalls]
     rows = []
     for i, app in enumerate(r.applications):
         name = _seed_name(app)
