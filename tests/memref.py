@@ -2,8 +2,9 @@
 
 It shares nothing with the numba kernel but the platform description: caches are
 lists of sets, sets are lists of ``Line`` objects, LRU order is list order, the
-tree PLRU is an explicit list of node bits.  The tests run both on the same
-traces and demand identical counters.
+tree PLRU is an explicit list of node bits, prefetch engines a list of busy-until
+cycles (trace record k is cycle k).  The tests run both on the same traces and
+demand identical counters.
 """
 
 from __future__ import annotations
@@ -560,8 +561,8 @@ class RefHierarchy:
             row.update(sector_misses=c.c.sector_miss, straddling_accesses=c.c.straddle, evictions=c.c.evictions,
                        writebacks=c.c.writebacks, writebacks_received=c.c.acc[WRITEBACK],
                        back_invalidations=c.c.back_inval, prefetches_issued=c.c.pf_issued,
-                       prefetches_useful=c.c.pf_useful, prefetches_dropped=c.c.pf_dropped, prefetch_requests_received=c.c.acc[PREFETCH],
-                       prefetch_requests_missed=c.c.miss[PREFETCH])
+                       prefetches_useful=c.c.pf_useful, prefetches_dropped=c.c.pf_dropped,
+                       prefetch_requests_received=c.c.acc[PREFETCH], prefetch_requests_missed=c.c.miss[PREFETCH])
             levels[name] = row
         tlbs = {n: {"accesses": t["acc"], "misses": t["miss"], "hits": t["acc"] - t["miss"], "walks": t["walks"],
                     "walk_memory_accesses": t["walk_acc"], "walk_accesses_to_memory": t["walk_mem"]}
