@@ -298,3 +298,36 @@ def test_time_continues_across_chunked_runs():
         h.run(tr.addrs[start:start + 50], tr.sizes[start:start + 50], tr.kinds[start:start + 50])
     assert h.counters() == one
     assert one["levels"]["L2"]["prefetches_dropped"] == 400 - 9     # cycles 0-2, 172-174, 344-346
+
+
+def test_core_runs_give_the_engines_the_core_cycle():
+    """Through the core (memport sets the cycle of each access): a chain of dependent loads, each issued
+    after the previous one's memory latency, never finds the 7447A's three L2 engines busy; the same
+    loads independent issue a few cycles apart and drop prefetches, as the same addresses do in a trace
+    run (one access per cycle)."""
+    from simulator.core import Core
+    from simulator.isa import OP_LOAD, InstrBlock
+
+    platform = load_platform("mpc7447a")
+    n = 60
+    addrs = 0x4000000 + 64 * np.arange(n)          # the first sector of 60 distinct L2 lines
+
+    def run(dependent):
+        b = InstrBlock.empty(n)
+        for i in range(n):
+            b.op[i], b.pc[i], b.size[i] = OP_LOAD, 0x400000 + 4 * (i % 8), 4      # one I-cache line
+            b.dst[i], b.src1[i], b.src2[i] = 1, -1, -1
+            b.areg[i] = 1 if dependent else -1       # dependent: the address comes from the previous load
+            b.mem_addr[i], b.mem_size[i] = addrs[i], 8
+        core = Core(platform, MemoryHierarchy(platform, seed=1))
+        core.run(b)
+        return core.counters()
+
+    dep, ind = run(True), run(False)
+    assert dep["cycles"] > n * platform.memory.latency_cycles            # every load waits for memory
+    assert dep["memory"]["levels"]["L2"]["prefetches_dropped"] == 0
+    assert dep["memory"]["levels"]["L2"]["prefetches_issued"] == n + 1  # + the instruction line's sector
+    assert ind["memory"]["levels"]["L2"]["prefetches_dropped"] > 0
+    tr = loads(addrs)
+    trace = MemoryHierarchy(platform, seed=1).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert trace["levels"]["L2"]["prefetches_dropped"] == n - 3
