@@ -81,6 +81,8 @@ class CacheLevel(_Strict):
     slices: PositiveInt = 1
     prefetchers: list[str] = []
     prefetch_degree: PositiveInt = 1
+    prefetch_engines: NonNegativeInt = 0       # prefetches in flight at once; a prefetch with none free is dropped
+                                               # (0: unlimited)
     mshrs: PositiveInt = 8
     shared_by_cores: PositiveInt = 1
 

@@ -6,7 +6,8 @@ brute force over that history: the RS occupancy by counting the older instructio
 issue slots and units from a dict of per-cycle reservations, the BTB as lists in LRU order, the return
 stack as a Python list.  The memory hierarchy is the project's (the reference is of the core, not of
 the caches): the same numba access functions (through :mod:`simulator.core.memport`) are called in
-the same order.
+the same order and at the same cycles (a fetch at its start cycle, a load or store at its issue cycle:
+the memory's prefetch engines are busy until a cycle).
 """
 
 from __future__ import annotations
@@ -196,13 +197,13 @@ class RefCore:
     def _tlb_cost(self, tlb: int, walk: int, t1: int) -> int:
         return 0 if tlb == 0 else t1 if tlb == 1 else t1 + self.walk_ovh + walk
 
-    def _fetch(self, pc: int, size: int) -> tuple[int, int]:
-        lvl, tlb, walk = memport.fetch_outcome(tuple(self.hierarchy.state), np.uint64(pc), size)
+    def _fetch(self, pc: int, size: int, now: int) -> tuple[int, int]:
+        lvl, tlb, walk = memport.fetch_outcome(tuple(self.hierarchy.state), np.uint64(pc), size, now)
         return self._tlb_cost(tlb, walk, self.itlb1), (self.lat[lvl] - self.lat[self.L1I]) if lvl != self.L1I else 0
 
-    def _data(self, addr: int, size: int, kind: int, pc: int) -> tuple[int, int]:
+    def _data(self, addr: int, size: int, kind: int, pc: int, now: int) -> tuple[int, int]:
         lvl, tlb, walk = memport.data_outcome(tuple(self.hierarchy.state), np.uint64(addr), size, kind,
-                                              np.uint64(pc))
+                                              np.uint64(pc), now)
         return int(lvl), self._tlb_cost(tlb, walk, self.dtlb1)
 
     # -------------------------------------------------------------- structures
@@ -256,7 +257,7 @@ class RefCore:
         line = pc // self.iline
         if self.need_access or line != self.last_line:
             ct["fetch_accesses"] += 1
-            p_itlb, p_icache = self._fetch(pc, size)
+            p_itlb, p_icache = self._fetch(pc, size, s)     # the access at the fetch's start
             self.need_access = False
         self.last_line = (pc + max(size, 1) - 1) // self.iline
         f = s + p_itlb + p_icache
@@ -380,7 +381,7 @@ class RefCore:
         # execute
         p_dtlb, xcause, fill = 0, V.CS_EXECUTION, 0
         if is_mem:
-            lvl, p_dtlb = self._data(maddr, msize, 1 if op == OP_LOAD else 2, pc)
+            lvl, p_dtlb = self._data(maddr, msize, 1 if op == OP_LOAD else 2, pc, e)   # at issue
             tready = e + p_dtlb
             line = maddr // self.dline
             done = tready + self.lat[lvl]

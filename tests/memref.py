@@ -2,8 +2,9 @@
 
 It shares nothing with the numba kernel but the platform description: caches are
 lists of sets, sets are lists of ``Line`` objects, LRU order is list order, the
-tree PLRU is an explicit list of node bits.  The tests run both on the same
-traces and demand identical counters.
+tree PLRU is an explicit list of node bits, prefetch engines a list of busy-until
+cycles (trace record k is cycle k).  The tests run both on the same traces and
+demand identical counters.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ class Counters:
     writebacks: int = 0
     pf_issued: int = 0
     pf_useful: int = 0
+    pf_dropped: int = 0
     back_inval: int = 0
     sector_miss: int = 0
     evictions: int = 0
@@ -142,6 +144,7 @@ class RefCache:
         self.inclusive = spec.inclusion == "inclusive"
         self.prefetchers = set(spec.prefetchers)
         self.degree = spec.prefetch_degree
+        self.engines = [0] * spec.prefetch_engines     # busy-until time per prefetch engine ([]: unlimited)
         self.next: RefCache | None = None
         self.above: list[RefCache] = []
         self.c = Counters()
@@ -196,6 +199,10 @@ class RefHierarchy:
         self.mem = {s: 0 for s in range(6)}
         self.mem_writes = 0
         self.missed: list[tuple[RefCache, int]] = []
+        self.now = 0                   # the current cycle: the trace record's index
+
+    def latency(self, served: str) -> int:
+        return self.p.memory.latency_cycles if served == "memory" else self.p.caches[served].latency_cycles
 
     def _above(self, name):
         out, frontier = [], [name]
@@ -383,8 +390,17 @@ class RefHierarchy:
             mask &= ~cset.ways[w].valid
             if mask == 0:
                 return
+        if not c.engines:
+            c.c.pf_issued += 1
+            self.fill(c, line, mask, PREFETCH, mask, False)
+            return
+        k = min(range(len(c.engines)), key=lambda j: (c.engines[j], j))    # frees first
+        if c.engines[k] > self.now:
+            c.c.pf_dropped += 1                        # every engine busy: dropped
+            return
         c.c.pf_issued += 1
-        self.fill(c, line, mask, PREFETCH, mask, False)
+        served = self.fill(c, line, mask, PREFETCH, mask, False)
+        c.engines[k] = self.now + self.latency(served)
 
     def prefetch_after_demand(self):
         todo, self.missed = self.missed, []
@@ -515,7 +531,8 @@ class RefHierarchy:
 
     def run(self, addrs, sizes, kinds):
         pc = 0
-        for a, s, k in zip(addrs.tolist(), sizes.tolist(), kinds.tolist()):
+        for i, (a, s, k) in enumerate(zip(addrs.tolist(), sizes.tolist(), kinds.tolist())):
+            self.now = i                       # one access per cycle
             if k == 0:
                 pc = a
                 self.top(self.l1i, self.ichain, a, s, IFETCH, False)
@@ -544,8 +561,8 @@ class RefHierarchy:
             row.update(sector_misses=c.c.sector_miss, straddling_accesses=c.c.straddle, evictions=c.c.evictions,
                        writebacks=c.c.writebacks, writebacks_received=c.c.acc[WRITEBACK],
                        back_invalidations=c.c.back_inval, prefetches_issued=c.c.pf_issued,
-                       prefetches_useful=c.c.pf_useful, prefetch_requests_received=c.c.acc[PREFETCH],
-                       prefetch_requests_missed=c.c.miss[PREFETCH])
+                       prefetches_useful=c.c.pf_useful, prefetches_dropped=c.c.pf_dropped,
+                       prefetch_requests_received=c.c.acc[PREFETCH], prefetch_requests_missed=c.c.miss[PREFETCH])
             levels[name] = row
         tlbs = {n: {"accesses": t["acc"], "misses": t["miss"], "hits": t["acc"] - t["miss"], "walks": t["walks"],
                     "walk_memory_accesses": t["walk_acc"], "walk_accesses_to_memory": t["walk_mem"]}

@@ -51,6 +51,9 @@ VARIANTS = {
     "ip_stride": ["l1d.prefetchers=['ip_stride']", "l2.prefetchers=['adjacent_line']", "l2.size_kb=64"],
     "plru_tlb": ["dtlb.replacement=plru", "itlb.replacement=fifo", "dtlb.entries=16"],
     "radix_walk": ["page_walk.kind=radix", "page_walk.cache_level=L2", "page_walk.cached_levels=1"],
+    "prefetch_engines": ["l1d.prefetchers=['next_line']", "l1d.prefetch_degree=2", "l1d.prefetch_engines=2",
+                         "l2.prefetchers=['adjacent_sector','next_line']", "l2.prefetch_engines=1", "l2.size_kb=32",
+                         "memory.latency_cycles=12"],
 }
 
 
@@ -59,6 +62,9 @@ def test_mechanism_variants_match_reference(variant):
     platform = load_platform("mpc7447a", VARIANTS[variant])
     fast, ref = both(platform, small_trace(11), seed=11)
     assert_same(fast, ref)
+    if variant == "prefetch_engines":            # the engines both issue and drop on this trace
+        for lv in ("L1D", "L2"):
+            assert fast["levels"][lv]["prefetches_issued"] > 0 and fast["levels"][lv]["prefetches_dropped"] > 0
 
 
 def test_three_level_inclusive_and_large_pages_match_reference():
@@ -92,9 +98,11 @@ def raw_traces(draw):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(raw_traces(), st.sampled_from(["mpc7447a", "nehalem", "z10"]), st.integers(0, 3))
-def test_property_matches_reference_on_arbitrary_traces(trace, name, seed):
-    platform = load_platform(name, ["l1d.size_kb=4", "l1i.size_kb=4"] if name != "z10" else [])
+@given(raw_traces(), st.sampled_from(["mpc7447a", "nehalem", "z10"]), st.integers(0, 3), st.integers(0, 3))
+def test_property_matches_reference_on_arbitrary_traces(trace, name, seed, engines):
+    small = ["l1d.size_kb=4", "l1i.size_kb=4"] if name != "z10" else []
+    # prefetch engines on the levels with prefetchers (L1D of the Xeon and the z10, the 7447A's L2)
+    platform = load_platform(name, small + [f"l1d.prefetch_engines={engines}", f"l2.prefetch_engines={engines}"])
     fast, ref = both(platform, trace, seed=seed)
     assert_same(fast, ref)
 
@@ -238,3 +246,88 @@ def test_lru_and_fifo_stamps_survive_clock_wraparound():
     assert (clocks < 1000).any()                  # a renumbering happened in the last chunk
     ref = RefHierarchy(platform, seed=12).run(tr.addrs, tr.sizes, tr.kinds).counters()
     assert_same(h.counters(), ref)
+
+
+# ----------------------------------------------------------------------- prefetch engines
+def sector_misses_every(gap, lines, engines):
+    """Loads of the first sector of ``lines`` distinct 7447A L2 lines, each followed by ``gap - 1`` L1D hits
+    (the same address), so miss j is record j * gap, i.e. cycle j * gap; every miss makes the L2 prefetch
+    the other sector from memory on one of ``engines`` engines."""
+    platform = load_platform("mpc7447a", [f"l2.prefetch_engines={engines}"])
+    addrs = np.repeat(0x4000000 + 64 * np.arange(lines), gap)
+    tr = loads(addrs)
+    fast = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    ref = RefHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert_same(fast, ref)
+    return platform.memory.latency_cycles, fast["levels"]["L2"]
+
+
+@pytest.mark.parametrize("engines", [1, 3])
+def test_misses_faster_than_memory_drop_all_but_engines_per_latency(engines):
+    # one miss per cycle: an engine taken at cycle t frees at t + 172 (memory supplies the sector), so in
+    # every 172 cycles the first ``engines`` prefetches are issued and the rest are dropped
+    lines = 600
+    lat, l2 = sector_misses_every(1, lines, engines)
+    issued = sum(1 for t in range(lines) if t % lat < engines)
+    assert l2["load_misses"] == lines
+    assert l2["prefetches_issued"] == issued
+    assert l2["prefetches_dropped"] == lines - issued
+    assert issued == {1: 4, 3: 12}[engines]       # periods start at cycles 0, 172, 344 and 516 (< 600)
+
+
+def test_misses_no_faster_than_engines_can_serve_drop_nothing():
+    lat = load_platform("mpc7447a").memory.latency_cycles
+    gap = -(-lat // 3)                            # 3 engines, a miss every ceil(172 / 3) = 58 cycles
+    _, l2 = sector_misses_every(gap, 40, 3)
+    assert l2["prefetches_issued"] == 40 and l2["prefetches_dropped"] == 0
+    _, l2 = sector_misses_every(gap - 1, 40, 3)   # one cycle faster: the fourth miss finds all three busy
+    assert l2["prefetches_dropped"] > 0
+
+
+def test_unlimited_engines_never_drop():
+    _, l2 = sector_misses_every(1, 300, 0)
+    assert l2["prefetches_issued"] == 300 and l2["prefetches_dropped"] == 0
+
+
+def test_time_continues_across_chunked_runs():
+    platform = load_platform("mpc7447a")
+    tr = loads(0x4000000 + 64 * np.arange(400))
+    one = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    h = MemoryHierarchy(platform)
+    for start in range(0, 400, 50):                # separate calls: record k is still cycle k
+        h.run(tr.addrs[start:start + 50], tr.sizes[start:start + 50], tr.kinds[start:start + 50])
+    assert h.counters() == one
+    assert one["levels"]["L2"]["prefetches_dropped"] == 400 - 9     # cycles 0-2, 172-174, 344-346
+
+
+def test_core_runs_give_the_engines_the_core_cycle():
+    """Through the core (memport sets the cycle of each access): a chain of dependent loads, each issued
+    after the previous one's memory latency, never finds the 7447A's three L2 engines busy; the same
+    loads independent issue a few cycles apart and drop prefetches, as the same addresses do in a trace
+    run (one access per cycle)."""
+    from simulator.core import Core
+    from simulator.isa import OP_LOAD, InstrBlock
+
+    platform = load_platform("mpc7447a")
+    n = 60
+    addrs = 0x4000000 + 64 * np.arange(n)          # the first sector of 60 distinct L2 lines
+
+    def run(dependent):
+        b = InstrBlock.empty(n)
+        for i in range(n):
+            b.op[i], b.pc[i], b.size[i] = OP_LOAD, 0x400000 + 4 * (i % 8), 4      # one I-cache line
+            b.dst[i], b.src1[i], b.src2[i] = 1, -1, -1
+            b.areg[i] = 1 if dependent else -1       # dependent: the address comes from the previous load
+            b.mem_addr[i], b.mem_size[i] = addrs[i], 8
+        core = Core(platform, MemoryHierarchy(platform, seed=1))
+        core.run(b)
+        return core.counters()
+
+    dep, ind = run(True), run(False)
+    assert dep["cycles"] > n * platform.memory.latency_cycles            # every load waits for memory
+    assert dep["memory"]["levels"]["L2"]["prefetches_dropped"] == 0
+    assert dep["memory"]["levels"]["L2"]["prefetches_issued"] == n + 1  # + the instruction line's sector
+    assert ind["memory"]["levels"]["L2"]["prefetches_dropped"] > 0
+    tr = loads(addrs)
+    trace = MemoryHierarchy(platform, seed=1).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    assert trace["levels"]["L2"]["prefetches_dropped"] == n - 3

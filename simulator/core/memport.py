@@ -3,7 +3,9 @@ convention.
 
 The core kernel receives ``MemoryHierarchy.state`` as one tuple, takes the raw address of its one state array
 once per call (:func:`views`; no reference counting per access), and per instruction calls :func:`fetch` and
-:func:`data`, which return the supplying level (levels from the core outwards, memory = number of
+:func:`data` with the current cycle ``now`` (the cycle the access starts: fetch start, issue; the memory
+kernel's prefetch engines are busy until a cycle, so the kernel must know the time), which return the
+supplying level (levels from the core outwards, memory = number of
 levels), then reads the translation outcome of that access with :func:`tlb_outcome` (0 first-level TLB
 hit, 1 second-level hit, 2 page walk) and :func:`walk_cycles`.
 
@@ -25,12 +27,14 @@ def views(mem):
 
 
 @njit(cache=True)
-def fetch(mv, vaddr, size):
+def fetch(mv, vaddr, size, now):
+    MK._st(mv, MK.SCR_NOW, now)
     return MK._fetch(mv, vaddr, size)
 
 
 @njit(cache=True)
-def data(mv, vaddr, size, kind, pc):
+def data(mv, vaddr, size, kind, pc, now):
+    MK._st(mv, MK.SCR_NOW, now)
     return MK._data(mv, vaddr, size, kind, pc)
 
 
@@ -45,16 +49,17 @@ def walk_cycles(mv):
 
 
 @njit(cache=True)
-def fetch_outcome(mem, vaddr, size):
-    """From Python (tests): an instruction fetch; returns (level, TLB outcome, walk cycles)."""
+def fetch_outcome(mem, vaddr, size, now):
+    """From Python (tests): an instruction fetch at cycle ``now``; returns (level, TLB outcome, walk cycles)."""
     mv = views(mem)
-    lvl = fetch(mv, vaddr, size)
+    lvl = fetch(mv, vaddr, size, now)
     return lvl, tlb_outcome(mv), walk_cycles(mv)
 
 
 @njit(cache=True)
-def data_outcome(mem, vaddr, size, kind, pc):
-    """From Python (tests): a load (kind 1) or store (2); returns (level, TLB outcome, walk cycles)."""
+def data_outcome(mem, vaddr, size, kind, pc, now):
+    """From Python (tests): a load (kind 1) or store (2) at cycle ``now``; returns (level, TLB outcome, walk
+    cycles)."""
     mv = views(mem)
-    lvl = data(mv, vaddr, size, kind, pc)
+    lvl = data(mv, vaddr, size, kind, pc, now)
     return lvl, tlb_outcome(mv), walk_cycles(mv)

@@ -352,7 +352,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         first_line = np.int64(pc >> ilb)
         if need_access != 0 or first_line != last_line:
             CT[V.CT_FETCH_ACC] += 1
-            lvl = memport.fetch(mv, pc, size)
+            lvl = memport.fetch(mv, pc, size, s)
             p_itlb = _tlb_cost(mv, itlb1, walk_ovh)
             if lvl != L1I:
                 p_icache = lat[lvl] - lat_l1i
@@ -564,7 +564,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         if is_load or is_store:
             maddr = maddr_a[i]
             msz = np.int64(msize_a[i])
-            lvl = memport.data(mv, maddr, msz, 1 if is_load else 2, pc)
+            lvl = memport.data(mv, maddr, msz, 1 if is_load else 2, pc, e)
             p_dtlb = _tlb_cost(mv, dtlb1, walk_ovh)
             tready = e + p_dtlb
             line = np.int64(maddr >> dlb)

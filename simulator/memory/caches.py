@@ -11,14 +11,14 @@ import numpy as np
 from numba import njit
 
 from simulator.memory.state import (
-    C0, C_ABOVE, C_BITS0, C_INCLUSIVE, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_NSETS, C_PF_DEGREE,
-    C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS, C_WRITE_ALLOC,
-    C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_ISSUED, CN_PF_USEFUL,
-    CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, F_WAY, FRAMEROW, G_NLEVELS,
-    I64, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE,
-    PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SRC_PREFETCH,
-    SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz, _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch,
-    _rand, _sector_mask, _set_of, _st)
+    C0, C_ABOVE, C_BITS0, C_INCLUSIVE, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_NSETS, C_PF_DEGREE,
+    C_PF_BUSY0, C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS,
+    C_WRITE_ALLOC, C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED,
+    CN_PF_ISSUED, CN_PF_USEFUL, CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0,
+    F_WAY, FRAMEROW, G_MEM_LAT, G_NLEVELS, I64, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW,
+    N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, S_FILL_SLOT, S_MISSED,
+    S_MISSED_LINE, S_NMISSED, SCR, SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
+    _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch, _rand, _sector_mask, _set_of, _st)
 
 
 # ============================================================================ host-cache hints
@@ -468,9 +468,32 @@ def line_miss(s, lvl, addr, nbytes, src, write, record):
 
 
 # ============================================================================ prefetchers
+@njit(cache=True)
+def _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask):
+    """Issue a prefetch at a level with a limited number of prefetch engines: the engine that frees first
+    (the lowest-numbered among equals) takes it if it is free at the current time ``S[SCR_NOW]``, and is
+    busy until now + the load-to-use latency of the level that supplies the line (memory's if every
+    level below misses).  With every engine busy the prefetch is dropped: counted, nothing fetched."""
+    c = C0 + lvl * NCOL
+    b0 = _cfg(s, c + C_PF_BUSY0)
+    k = b0
+    for e in range(b0 + 1, b0 + _cfg(s, c + C_PF_ENGINES)):
+        if _ld(s, e) < _ld(s, k):
+            k = e
+    now = _ld(s, SCR_NOW)
+    if _ld(s, k) > now:
+        _add(s, N0 + lvl * NCOL + CN_PF_DROPPED, 1)
+        return
+    _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
+    served = _fill(s, lvl, line, set_id, slot0, w, mask, SRC_PREFETCH, mask, False)
+    lat = _cfg(s, G_MEM_LAT) if served == _cfg(s, G_NLEVELS) else _cfg(s, C0 + served * NCOL + C_LAT)
+    _st(s, k, now + lat)
+
+
 @njit(cache=True, inline="always")
 def prefetch_line(s, lvl, line, mask):
-    """Bring sectors ``mask`` of ``line`` into ``lvl`` unless present; counts an issued prefetch."""
+    """Bring sectors ``mask`` of ``line`` into ``lvl`` unless present; counts an issued prefetch (or, at a
+    level whose prefetch engines are all busy, a dropped one)."""
     c = C0 + lvl * NCOL
     set_id = _set_of(s, lvl, line)
     ways = _cfg(s, c + C_WAYS)
@@ -480,6 +503,9 @@ def prefetch_line(s, lvl, line, mask):
         mask = mask & ~_ldu(s, _cfg(s, c + C_META0) + (slot0 + w) * MW + M_VD)
         if mask == 0:
             return
+    if _cfg(s, c + C_PF_ENGINES) != 0:
+        _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask)
+        return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
     _fill(s, lvl, line, set_id, slot0, w, mask, SRC_PREFETCH, mask, False)
 

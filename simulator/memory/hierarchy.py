@@ -118,6 +118,9 @@ class MemoryHierarchy:
             C[i, L.C_PF_DEGREE] = c.prefetch_degree
             C[i, L.C_SLICES] = c.slices
             C[i, L.C_LAT] = c.latency_cycles
+            C[i, L.C_PF_ENGINES] = c.prefetch_engines
+            if c.prefetch_engines:
+                C[i, L.C_PF_BUSY0] = region(c.prefetch_engines)     # busy-until times, 0: free from the start
             # every level above this one (transitively), for back-invalidation by inclusive levels
             ups: list[int] = []
             frontier = [name]
@@ -193,17 +196,19 @@ class MemoryHierarchy:
             progress: Callable[[int], None] | None = None, chunk: int = 1 << 22) -> "MemoryHierarchy":
         """Run trace arrays (uint64 addresses, sizes, kinds 0=I 1=L 2=S 3=M) through the hierarchy.
 
-        ``progress(n)`` is called with the number of records done after each chunk."""
+        Time, for the prefetch engines: one access per cycle, the k-th record run through this hierarchy
+        (counting earlier calls) at cycle k.  ``progress(n)`` is called with the number of records done
+        after each chunk."""
         addrs = np.ascontiguousarray(addrs, dtype=np.uint64)
         sizes = np.ascontiguousarray(sizes, dtype=np.uint16)
         kinds = np.ascontiguousarray(kinds, dtype=np.uint8)
         total = len(addrs)
         # an empty first call loads (or compiles) the kernel outside the timed region
-        K.run_trace(*self.state, addrs, sizes, kinds, 0, 0)
+        K.run_trace(*self.state, addrs, sizes, kinds, 0, 0, 0)
         t0 = time.perf_counter()
         for start in range(0, total, chunk):
             stop = min(total, start + chunk)
-            K.run_trace(*self.state, addrs, sizes, kinds, start, stop)
+            K.run_trace(*self.state, addrs, sizes, kinds, start, stop, self.accesses)
             if progress is not None:
                 progress(stop - start)
         self.simulation_seconds += time.perf_counter() - t0
@@ -236,6 +241,7 @@ class MemoryHierarchy:
             row["back_invalidations"] = int(c[L.CN_BACK_INVAL])
             row["prefetches_issued"] = int(c[L.CN_PF_ISSUED])
             row["prefetches_useful"] = int(c[L.CN_PF_USEFUL])
+            row["prefetches_dropped"] = int(c[L.CN_PF_DROPPED])
             row["prefetch_requests_received"] = int(c[L.CN_ACC + L.SRC_PREFETCH])
             row["prefetch_requests_missed"] = int(c[L.CN_MISS + L.SRC_PREFETCH])
             levels[name] = row

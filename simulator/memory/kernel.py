@@ -8,7 +8,9 @@ instruction, with the state array first (``data_access(*state, vaddr, size, kind
 the supplying level (levels ordered from the core outwards; memory = number of levels); afterwards the
 words ``S[SCR_LEVEL]``, ``S[SCR_TLB]`` (0 first-level TLB hit, 1 second-level hit, 2 walk),
 ``S[SCR_WALK_LOADS]`` and ``S[SCR_WALK_CYCLES]`` hold the supplying level, the TLB outcome and the
-walk's loads and cycles.  Semantics (the pure-Python reference in ``tests/memref.py`` implements the
+walk's loads and cycles.  Before each access the caller sets ``S[SCR_NOW]`` to the current time in
+cycles (the core: the cycle of the access; :func:`run_trace`: the index of the trace record, one
+access per cycle).  Semantics (the pure-Python reference in ``tests/memref.py`` implements the
 same rules):
 
 * A demand access looks up its level; on a miss the missing sectors are looked up
@@ -25,6 +27,12 @@ same rules):
   miss at a no-write-allocate level goes on without allocating.
 * Prefetches are issued after the demand access completes, never cross a 4 KB
   physical page, and do not train prefetchers.
+* A level with ``prefetch_engines`` = n > 0 has n engines, each busy until a time.  A
+  prefetch that would be issued (its sectors not all present) takes the engine that
+  frees first if that one is free at the current time (busy-until <= now), and keeps
+  it busy until now + the load-to-use latency of the level that supplies the line
+  (memory's if every level below misses); otherwise it is dropped (counted in
+  ``prefetches_dropped``, not issued, nothing filled).  n = 0: unlimited.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from simulator.memory.state import (  # noqa: F401  (re-exported: the layout cal
     G_SALT, G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE,
     I64, K_IFETCH, K_LOAD, K_MODIFY, K_STORE, M_PS, M_VD, MAX_LEVELS, MAX_TLBS, MEMROW, MW, N0, NCOL, NSRC,
     PF_IP_STRIDE, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR, SCR_LEVEL, SCR_TLB,
-    SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE, SRC_WALK, T_BITS0, T_NSETS, T_PLRU0,
+    SCR_NOW, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE, SRC_WALK, T_BITS0, T_NSETS, T_PLRU0,
     T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK, TN_MISS, TN_WALK_ACC, TN_WALK_MEM,
     TN_WALKS, TROW0, U64, EMPTY, MemState, Views, _add, _cfg, _find, _ld, _ldu, _mix64, _plru_touch,
     _plru_victim, _rand, _sector_mask, _set_of, _st, unmanaged, views)
@@ -355,24 +363,28 @@ def _data(s, vaddr, size, kind, pc):
 @njit(cache=True, inline="always")
 def fetch_access(S, vaddr, size):
     """Instruction fetch of ``size`` bytes at ``vaddr``: ITLB chain, then L1I.  Returns the supplying
-    level; the scratch words hold the TLB outcome and the walk's loads and cycles."""
+    level; the scratch words hold the TLB outcome and the walk's loads and cycles.  Prefetch engines read
+    the time from ``S[SCR_NOW]``, which the caller keeps current."""
     return _fetch(S.ctypes.data, vaddr, size)
 
 
 @njit(cache=True, inline="always")
 def data_access(S, vaddr, size, kind, pc):
     """Load (kind 1), store (2) or modify (3) of ``size`` bytes at ``vaddr`` by the instruction at ``pc``.
-    Returns the supplying level; the scratch words hold the TLB outcome and the walk's loads and cycles."""
+    Returns the supplying level; the scratch words hold the TLB outcome and the walk's loads and cycles.
+    Prefetch engines read the time from ``S[SCR_NOW]``, which the caller keeps current."""
     return _data(S.ctypes.data, vaddr, size, kind, pc)
 
 
 @njit(cache=True)
-def run_trace(S, addrs, sizes, kinds, start, stop):
+def run_trace(S, addrs, sizes, kinds, start, stop, t0):
     """Simulate trace records [start, stop).  The PC of a data access is the address of the most recent
-    instruction fetch (lackey order: an ``I`` record precedes the data accesses of its instruction)."""
+    instruction fetch (lackey order: an ``I`` record precedes the data accesses of its instruction).
+    Time: one access per cycle, record ``i`` at cycle ``t0 + i`` (``S[SCR_NOW]``)."""
     s = S.ctypes.data
     pc = U64(0)
     for i in range(U64(start), U64(stop)):          # (unsigned: no negative-index wraparound code)
+        _st(s, SCR_NOW, I64(t0) + I64(i))
         k = kinds[i]
         if k == K_IFETCH:
             pc = addrs[i]

@@ -24,13 +24,15 @@ then, per cache level and TLB, at the absolute offsets held in its C row:
   level's 32-bit clock at the last touch (LRU) or install (FIFO); before the clock would pass 2**32
   every set's stamps are renumbered 1..ways in the same order, which keeps every victim choice;
 * per TLB entry a 64-bit stamp (TLBs keep no sector state);
+* per prefetch engine (levels with ``C_PF_ENGINES`` > 0) the time until which it is busy;
 * tree-PLRU bits (one word per set) and the PLRU touch table (per way: the AND mask and the OR mask
   that point every node on the way's path away from it).
 
 Other numba code (the core timing model) calls ``kernel.data_access`` / ``kernel.fetch_access`` per
 instruction with the state array first; after each call the words ``S[SCR_LEVEL]``, ``S[SCR_TLB]``,
 ``S[SCR_WALK_LOADS]`` and ``S[SCR_WALK_CYCLES]`` hold the supplying level, the TLB outcome and the
-walk's loads and cycles.
+walk's loads and cycles.  Before each call the caller sets ``S[SCR_NOW]`` to the current time (the
+core's cycle; the trace record's index in trace-driven runs): prefetch engines are busy until a time.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ M_VD, M_PS = 0, 1
 (C_TAG0, C_META0, C_BITS0, C_PLRU0, C_NSETS, C_WAYS, C_LINE_BITS, C_SECTOR_BITS, C_NSECT, C_POLICY,
  C_WRITE_BACK, C_WRITE_ALLOC, C_INCLUSIVE, C_NEXT, C_PF_KIND, C_PF_DEGREE, C_SLICES, C_WAY_BITS, C_LAT) = range(19)
 C_ABOVE = 19                      # C_ABOVE .. C_ABOVE+MAX_LEVELS-1: every level above (transitively), -1 ends
+C_PF_ENGINES = C_ABOVE + MAX_LEVELS   # prefetch engines (0: unlimited, no engine state)
+C_PF_BUSY0 = C_PF_ENGINES + 1         # absolute offset of the engines' busy-until times (one word each)
 
 # ---- TLB configuration columns (C row = TROW0 + t) ---------------------------------------------
 T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT = range(9)
@@ -86,7 +90,7 @@ T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT
 # ---- cache counters (N row = level) ---------------------------------------------------------------
 CN_ACC, CN_MISS = 0, NSRC         # 0..5 accesses by source, 6..11 misses by source
 CN_WRITEBACKS, CN_PF_ISSUED, CN_PF_USEFUL, CN_BACK_INVAL, CN_SECTOR_MISS, CN_EVICTIONS, CN_STRADDLE, \
-    CN_CLOCK = range(2 * NSRC, 2 * NSRC + 8)
+    CN_CLOCK, CN_PF_DROPPED = range(2 * NSRC, 2 * NSRC + 9)
 
 # ---- TLB counters (N row = TROW0 + t) -------------------------------------------------------------
 TN_ACC, TN_MISS, TN_WALKS, TN_WALK_ACC, TN_WALK_MEM, TN_CLOCK = range(6)
@@ -95,12 +99,13 @@ TN_ACC, TN_MISS, TN_WALKS, TN_WALK_ACC, TN_WALK_MEM, TN_CLOCK = range(6)
 MEM_WRITES = NSRC
 
 # ---- scratch row (N row SCRROW) -------------------------------------------------------------------
-S_NMISSED, S_LEVEL, S_TLB, S_WALK_LOADS, S_WALK_CYCLES, S_FILL_SLOT = range(6)
+S_NMISSED, S_LEVEL, S_TLB, S_WALK_LOADS, S_WALK_CYCLES, S_FILL_SLOT, S_NOW = range(7)
 S_MISSED = 8                      # 8..15 levels missed by the last demand request, 16..23 their lines
 S_MISSED_LINE = 16
 SCR = N0 + SCRROW * NCOL          # absolute word offset of the scratch row
 SCR_LEVEL, SCR_TLB, SCR_WALK_LOADS, SCR_WALK_CYCLES = (SCR + S_LEVEL, SCR + S_TLB, SCR + S_WALK_LOADS,
                                                        SCR + S_WALK_CYCLES)
+SCR_NOW = SCR + S_NOW             # the current time (cycles), set by the caller before each access
 
 # ---- fill-path frames (N row FRAMEROW + d) --------------------------------------------------------
 F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
