@@ -55,29 +55,19 @@ def test_memory_bound_program_is_dominated_by_data_memory_stalls():
 
 
 def test_physical_pmu_collects_all_events_over_several_runs_with_small_variation():
-    platform = load_platform("mpc7447a", ['pmu.sources.prefetch_full="L2.prefetches_issued"']) \
-        if "prefetches_dropped" not in _counter_names("mpc7447a") else load_platform("mpc7447a")
+    platform = load_platform("mpc7447a")
     spec = SimulateSpec(instructions=N, pmu="physical")
     r = simulate_one(platform, "compress", spec, seed=5)
     pmu = platform.pmu
     assert r["pmu_runs"] >= int(np.ceil(len(pmu.events) / pmu.physical_counters))
     assert set(r["totals"]) == set(pmu.events)
+    # the L2's three prefetch engines are sometimes all busy (seed 000's prefetch_full)
+    assert 0 < r["totals"]["prefetch_full"] < r["totals"]["prefetch_req"]
     # every group counts cycles and instructions itself (fixed events); those of different runs differ a
     # little (run-to-run variation from OS timer phase and page placement), not a lot
     ideal = simulate_one(platform, "compress", SimulateSpec(instructions=N), seed=5)
     rel = abs(r["totals"]["cycles"] - ideal["totals"]["cycles"]) / ideal["totals"]["cycles"]
     assert rel < 0.05
-
-
-def _counter_names(name):
-    from simulator.core import Core
-    from simulator.memory.hierarchy import MemoryHierarchy
-    from simulator.schema import flatten
-
-    p = load_platform(name)
-    mem = MemoryHierarchy(p)
-    core = Core(p, mem)
-    return " ".join(flatten(core.counters()))
 
 
 def test_sampling_gives_a_time_series_with_cpi_points(tmp_path):
