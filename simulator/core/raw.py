@@ -10,20 +10,9 @@ arrays alive for the duration of the call.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import carray, njit
 
-
-@intrinsic
-def _voidptr(typingctx, addr):
-    """An integer address as a void pointer."""
-    sig = types.voidptr(types.uintp)
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], cgutils.voidptr_t)
-
-    return sig, codegen
+from simulator.memory.state import _voidptr      # the one integer-address-to-pointer intrinsic
 
 
 @njit(cache=True, inline="always")
