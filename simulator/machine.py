@@ -93,6 +93,8 @@ class Machine:
             while self.core.cycles < cycle and not self.finished:
                 if self.pos >= len(self.block):
                     self._refill()
+                    if self.finished:
+                        break
                 stop = cycle
                 if self.handler is not None and self.next_tick < stop:
                     stop = self.next_tick
