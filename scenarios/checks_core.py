@@ -73,11 +73,15 @@ def independent_ops(quick: bool) -> list[CheckResult]:
     return out
 
 
-def chase_layout(platform) -> tuple[int, int, int]:
-    """Footprint (4x the largest cache), stride (no two loads share a 128-byte pair or a line), page."""
+def chase_layout(platform, loads: int = 0) -> tuple[int, int, int]:
+    """Footprint (4x the largest cache, and room for ``loads`` distinct addresses, so the chase never
+    comes round to a line a non-LRU policy may have kept), stride (no two loads share a 128-byte pair or
+    a line), page."""
     biggest = max(c.size_kb for c in platform.caches.values())
-    line = max(c.line_bytes for c in platform.caches.values())
-    return int(4 * biggest * 1024), max(128, line), platform.memory.page_kb * 1024
+    stride = max(128, max(c.line_bytes for c in platform.caches.values()))
+    page = platform.memory.page_kb * 1024
+    footprint = max(int(4 * biggest * 1024), -(-loads * stride // page) * page)
+    return footprint, stride, page
 
 
 @register_check("core: a pointer chase beyond the LLC runs at the memory latency per load")
@@ -86,7 +90,7 @@ def pointer_chase(quick: bool) -> list[CheckResult]:
     loads = 2_000 if quick else 20_000
     for name in PLATFORMS:
         p = _platform(name)
-        footprint, stride, page = chase_layout(p)
+        footprint, stride, page = chase_layout(p, loads)
         block = MB.pointer_chase(loads, footprint, stride, page, seed=1, isa=p.isa)
         d, stack = _measure(p, block, len(block) // 4)
         lat = p.memory.latency_cycles

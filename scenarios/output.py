@@ -152,6 +152,18 @@ class ResultsWriter:
             self.text(f"{name}.csv", df.to_csv(index=False))
         return target
 
+    def results(self, *, tables: dict[str, pd.DataFrame], figures: dict[str, Any], results: Any,
+                manifest: dict[str, Any], report) -> None:
+        """The standard results directory: every table (Parquet), every figure (PNG; a value may be a
+        figure or a ``(figure, caption)`` pair), ``results.json``, ``manifest.json`` and ``report.html``."""
+        for name, df in tables.items():
+            self.table(name, df)
+        for name, fig in figures.items():
+            self.figure(name, fig[0] if isinstance(fig, tuple) else fig)
+        self.json("results.json", results)
+        self.json("manifest.json", manifest)
+        self.text("report.html", report.html())
+
     def figure(self, name: str, fig) -> Path:
         """Write a matplotlib figure as ``name.png`` and close it."""
         import matplotlib.pyplot as plt

@@ -115,13 +115,7 @@ def write_outputs(res: RegressionResults, doc: dict, out: Path, data: Path, seco
     report_sections(report, res, figs)
     report.provenance(manifest)
     with ResultsWriter(out) as w:
-        for name, table in tables.items():
-            w.table(name, table)
-        for name, fig in figs.items():
-            w.figure(name, fig)
-        w.json("results.json", doc)
-        w.json("manifest.json", manifest)
-        w.text("report.html", report.html())
+        w.results(tables=tables, figures=figs, results=doc, manifest=manifest, report=report)
 
 
 def report_sections(rep: Report, res: RegressionResults, figs: dict, title: str = "") -> Report:

@@ -46,11 +46,6 @@ def run_scenario_file(path: str | Path, out: str | Path | None = None, seed: int
         output.report(report)
     report.provenance(manifest)
     with ResultsWriter(out_dir) as writer:
-        for name, df in output.tables.items():
-            writer.table(name, df)
-        for name, (fig, _caption) in output.figures.items():
-            writer.figure(name, fig)
-        writer.json("results.json", output.results)
-        writer.json("manifest.json", manifest)
-        writer.text("report.html", report.html())
+        writer.results(tables=output.tables, figures=output.figures, results=output.results, manifest=manifest,
+                       report=report)
     return out_dir

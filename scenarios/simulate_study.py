@@ -161,13 +161,7 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
         add_report(report, tables, figures)
         report.provenance(manifest)
         with ResultsWriter(out) as w:
-            for name, df in tables.items():
-                w.table(name, df)
-            for name, (fig, _) in figures.items():
-                w.figure(name, fig)
-            w.json("results.json", doc)
-            w.json("manifest.json", manifest)
-            w.text("report.html", report.html())
+            w.results(tables=tables, figures=figures, results=doc, manifest=manifest, report=report)
     return doc
 
 
@@ -342,10 +336,13 @@ class SimulateStudy:
         tables = simulate_tables(runs)
         figures = simulate_figures(runs)
         results = {"runs": [{k: r[k] for k in r if k not in ("counters", "timeseries")} for r in runs]}
-        rate = float(np.mean([r["sim_instructions_per_s"] for r in runs])) if runs else 0.0
+        rates = {"sim_instructions_per_s": float(np.mean([r["sim_instructions_per_s"] for r in runs])) if runs else 0.0}
+        for r in runs:          # and every run's own rate (issue 3: the manifest records each)
+            key = f"sim_instructions_per_s[{r['platform']}/{r['workload']}/{r['variant']}/{r['replicate']}]"
+            rates[key] = float(r["sim_instructions_per_s"])
         return StudyOutput(results=results, tables=tables, figures=figures,
                            report=lambda rep: add_report(rep, tables, figures),
-                           rates={"sim_instructions_per_s": rate}, parameters={"simulate": spec.model_dump()})
+                           rates=rates, parameters={"simulate": spec.model_dump()})
 
 
 def _advancing(items, advance):

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat
 
 from simulator.errors import SimulatorInputError
 from simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
-from simulator.schema import apply_overrides, load_toml, split_assignment, validate_model
+from simulator.schema import apply_overrides, check_schema_version, load_toml, split_assignment, validate_model
 
 SCHEMA_VERSION = 1
 # Format changes, so that an old or new file gets a helpful message rather than a field error.
@@ -263,13 +263,7 @@ class Platform(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _version(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            v = data.get("schema_version")
-            if v is not None and v != SCHEMA_VERSION:
-                hist = "; ".join(f"v{k}: {t}" for k, t in sorted(CHANGELOG.items()))
-                raise ValueError(f"schema_version {v} is not supported (this whatif reads version "
-                                 f"{SCHEMA_VERSION}; format history: {hist})")
-        return data
+        return check_schema_version(data, SCHEMA_VERSION, CHANGELOG)
 
     @model_validator(mode="after")
     def _links(self) -> "Platform":

@@ -47,6 +47,18 @@ def format_validation_error(exc: ValidationError, source: str, prefix: str = "")
     return f"{where}: {msg} (got {value!r})"
 
 
+def check_schema_version(data: Any, current: int, changelog: dict[int, str]) -> Any:
+    """For a pydantic ``mode="before"`` validator: refuse a file written for another format version,
+    naming the versions this whatif knows."""
+    if isinstance(data, dict):
+        v = data.get("schema_version")
+        if v is not None and v != current:
+            hist = "; ".join(f"v{k}: {t}" for k, t in sorted(changelog.items()))
+            raise ValueError(f"schema_version {v} is not supported (this whatif reads version "
+                             f"{current}; format history: {hist})")
+    return data
+
+
 def validate_model(model: type[BaseModel], data: dict[str, Any], source: str) -> BaseModel:
     try:
         return model.model_validate(data)

@@ -30,7 +30,7 @@ from pydantic import (BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativ
                       ValidationError, model_validator)
 
 from simulator.errors import SimulatorInputError
-from simulator.schema import format_validation_error, load_toml
+from simulator.schema import check_schema_version, format_validation_error, load_toml
 
 SCHEMA_VERSION = 1
 CHANGELOG = {1: "initial workload format (mix, code, branches, dependences, streams, phases, min_heap_kb)"}
@@ -259,13 +259,7 @@ class Catalog(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _version(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            v = data.get("schema_version")
-            if v is not None and v != SCHEMA_VERSION:
-                hist = "; ".join(f"v{k}: {t}" for k, t in sorted(CHANGELOG.items()))
-                raise ValueError(f"schema_version {v} is not supported (this whatif reads version "
-                                 f"{SCHEMA_VERSION}; format history: {hist})")
-        return data
+        return check_schema_version(data, SCHEMA_VERSION, CHANGELOG)
 
 
 # ----------------------------------------------------------------------------------------- errors

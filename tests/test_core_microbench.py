@@ -79,3 +79,20 @@ def test_random_program_contract_and_determinism():
     assert (a.op[(a.op == OP_CALL) | (a.op == OP_RET)] >= 0).all()
     c = MB.random_program(20000, 6, "x86_64")
     assert not (c.pc == a.pc).all()
+
+
+def test_chase_longer_than_its_footprint_goes_round_the_same_cycle():
+    # 4 pages of 32 addresses each = 128 distinct; 300 loads go round the cycle again in the same order
+    a = MB.chase_addresses(300, 4 * 4096, 128, 4096, seed=2)
+    assert len(a) == 300 and len(np.unique(a)) == 128
+    assert (a[128:256] == a[:128]).all() and (a[256:] == a[:44]).all()
+    b = MB.pointer_chase(300, 4 * 4096, 128, 4096, seed=2)
+    assert (b.op == OP_LOAD).sum() >= 300
+
+
+def test_chase_layout_has_room_for_every_load():
+    from scenarios import checks_core
+
+    p = checks_core._platform("mpc7447a")
+    footprint, stride, page = checks_core.chase_layout(p, 20_000)
+    assert footprint // stride >= 20_000 and footprint % page == 0

@@ -83,13 +83,16 @@ def independent_ops(n: int, isa: str, mix: dict[int, int], body: int = 960) -> I
 def chase_addresses(n: int, footprint: int, stride: int, page: int, seed: int) -> np.ndarray:
     """``n`` distinct addresses spread over ``footprint`` bytes: pages in random order, and within a page
     every ``stride``-th byte in random order (TLB misses amortised over page/stride loads; no two
-    addresses share a ``stride``-aligned block, so no adjacent-line prefetch serves the chase)."""
+    addresses share a ``stride``-aligned block, so no adjacent-line prefetch serves the chase).  When the
+    footprint holds fewer than ``n`` such addresses the chase goes round its cycle again, as a linked
+    list traversed repeatedly does."""
     rng = np.random.default_rng(seed)
     per_page = page // stride
-    pages_needed = -(-n // per_page)
+    pages_needed = min(-(-n // per_page), footprint // page)
     pages = rng.permutation(footprint // page)[:pages_needed]
     within = rng.permuted(np.tile(np.arange(per_page), (len(pages), 1)), axis=1)
-    addrs = (pages[:, None] * page + within * stride).ravel()[:n]
+    cycle = (pages[:, None] * page + within * stride).ravel()
+    addrs = np.resize(cycle, n)
     return DATA_BASE + addrs.astype(np.uint64)
 
 

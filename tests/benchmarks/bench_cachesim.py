@@ -47,7 +47,8 @@ from simulator.traces import Trace, mixed_streams, read_lackey, synthetic_trace 
 # = none), so the TLB cannot touch the caches; L2 unsectored.
 LRU_OVERRIDES = ["l1d.size_kb=32", "l1d.associativity=8", "l1d.line_bytes=64", "l1d.replacement=lru",
                  "l1d.prefetchers=[]", "l2.size_kb=512", "l2.associativity=8", "l2.line_bytes=64",
-                 "l2.sector_bytes=64", "l2.replacement=lru", "l2.prefetchers=[]", "page_walk.kind=none"]
+                 "l2.sector_bytes=64", "l2.replacement=lru", "l2.prefetchers=[]", "page_walk.kind=none",
+                 "memory.page_mapping=identity"]   # pycachesim sees virtual addresses
 LACKEY_PROGRAM = ["gzip", "-6", "-c"]        # compresses 64 KB of libc (or of random bytes)
 LACKEY_INPUT_BYTES = 64 << 10
 

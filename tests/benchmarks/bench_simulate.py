@@ -1,0 +1,86 @@
+"""End-to-end speed of ``whatif simulate`` (issue 3, "Performance"): synthesis + branch prediction + memory
+hierarchy + core timing + OS noise, in simulated program instructions per second on one core.
+
+    python tests/benchmarks/bench_simulate.py [--platform nehalem] [--instructions 5000000] [--repeats 3]
+
+Per workload: the best and median rate of ``Machine(...).run()`` over the repeats, as wall-clock and as
+CPU-time rate (the process's own CPU seconds: excludes time the scheduler gave to other processes on a
+shared machine), and the share of the time spent in synthesis (measured separately on the same stream).
+Compilation and the static program's construction are excluded (a warm-up run precedes the timing).
+Goal (issue 3): >= 10 M instructions/s on the Nehalem model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = "1"
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from simulator.isa import InstrBlock, isa_for  # noqa: E402
+from simulator.machine import Machine  # noqa: E402
+from simulator.platform import load_platform  # noqa: E402
+from simulator.synth import Synthesizer  # noqa: E402
+from simulator.workload import load_workload  # noqa: E402
+
+WORKLOADS = ["464.h264ref", "445.gobmk", "462.libquantum", "429.mcf", "yahoo_y/Y"]
+
+
+def timed(fn):
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def synthesis_only(workload, platform, n: int) -> tuple[float, float]:
+    synth = Synthesizer(workload, isa_for(platform.isa), seed=1, instructions=n)
+    block = InstrBlock.empty(1 << 16)
+
+    def go():
+        done = 0
+        while done < n:
+            synth.fill(block)
+            done += len(block)
+    return timed(go)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--platform", default="nehalem")
+    ap.add_argument("--instructions", type=int, default=5_000_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    platform = load_platform(args.platform)
+    n = args.instructions
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; {args.platform}, {n:,} instructions")
+    Machine(platform, load_workload(WORKLOADS[0]), 100_000, seed=1).run()          # compile / cache load
+    all_cpu = []
+    for name in WORKLOADS:
+        wl = load_workload(name)
+        Machine(platform, wl, 10_000, seed=1).run()                              # static program built
+        wall, cpu, cpi = [], [], 0.0
+        for r in range(args.repeats):
+            m = Machine(platform, wl, n, seed=1, run_seed=r)
+            w, c = timed(m.run)
+            wall.append(w)
+            cpu.append(c)
+            cpi = m.counters()["cycles"] / max(1, m.counters()["instructions"])
+        sw, sc = synthesis_only(wl, platform, n)
+        rw, rc = n / np.array(wall) / 1e6, n / np.array(cpu) / 1e6
+        all_cpu.append(np.median(rc))
+        print(f"{name:16s} CPI {cpi:5.2f}: {rw.max():5.2f} M/s best, {np.median(rw):5.2f} median (wall); "
+              f"{rc.max():5.2f} best, {np.median(rc):5.2f} median (CPU); synthesis alone "
+              f"{n / sc / 1e6:5.1f} M/s CPU ({sc / np.median(cpu):.0%} of the run)")
+    print(f"geometric mean of the median CPU-time rates: {np.exp(np.mean(np.log(all_cpu))):.2f} M instr/s "
+          f"[goal >= 10 M/s]")
+
+
+if __name__ == "__main__":
+    main()
