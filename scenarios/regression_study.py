@@ -32,6 +32,7 @@ prefixed ``<variant>_``.  Figures: Figures 1-4 per variant.
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from functools import lru_cache
@@ -68,6 +69,7 @@ class RegressionSpec(BaseModel):
     pmu: Literal["ideal", "physical"] = "physical"
     os_noise: bool = True
     response: str = "cycles"
+    predictors: list[str] | None = None                        # default: every other platform event
     exclude: list[str] = Field(default_factory=lambda: list(SEED_EXCLUDE))
     order: Literal[1, 2] = 2
     prune: Literal["bic", "none"] = "bic"
@@ -195,9 +197,13 @@ class RegressionStudyKind:
             hmin[w] = ref.spec.min_heap_kb
         for run in ctx.runs:
             pmu = _platform(run.platform, tuple(run.overrides)).pmu
-            if spec.response not in pmu.events:
-                raise ScenarioError(f"{ctx.source}: regression.response: {spec.response!r} is not an event of "
-                                    f"{run.platform} (events: {', '.join(pmu.events)})")
+            pairs = [n for e in spec.exclude for n in re.split(r"[*:]", e)]
+            for key, names in (("response", [spec.response]), ("predictors", spec.predictors or []),
+                               ("exclude", pairs)):
+                for name in names:
+                    if name not in pmu.events:
+                        raise ScenarioError(f"{ctx.source}: regression.{key}: {name!r} is not an event of "
+                                            f"{run.platform} (events: {', '.join(pmu.events)})")
         items = []
         for run in ctx.runs:
             for k, f in enumerate(spec.heap_factors):
@@ -225,7 +231,7 @@ class RegressionStudyKind:
         from models.regression import ModelInputWarning, RegressionStudy
 
         ident = {"variant", "platform", "workload", "heap_kb", "heap_factor", "replicate"}
-        predictors = [c for c in totals.columns if c not in ident and c != spec.response]
+        predictors = spec.predictors or [c for c in totals.columns if c not in ident and c != spec.response]
         fits = {}
         for variant in dict.fromkeys(totals["variant"]):
             df = totals[totals["variant"] == variant].reset_index(drop=True)
@@ -235,7 +241,8 @@ class RegressionStudyKind:
                 warnings.simplefilter("ignore", ModelInputWarning)
                 try:
                     fits[variant] = engine.fit(df, response=spec.response, predictors=predictors,
-                                               exclude=spec.exclude)
+                                               exclude=[e for e in spec.exclude
+                                                        if set(re.split(r"[*:]", e)) <= set(predictors)])
                 except ModelInputError as exc:
                     raise ScenarioError(f"{ctx.source}: variant {variant}: regression: {exc}") from None
         return fits
