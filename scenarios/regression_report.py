@@ -100,20 +100,30 @@ def comparison_doc(fits: dict[str, RegressionResults], docs: dict[str, dict]) ->
     return out
 
 
-def verdict_text(docs: dict[str, dict], base: str = "as-shipped", off: str = "no-walk-pollution") -> str:
-    """One plain sentence on whether the TLB x cache interactions weaken without walk pollution."""
+def verdict_text(docs: dict[str, dict], base: str = "as-shipped", off: str = "no-walk-pollution",
+                 alpha: float = 0.01) -> str:
+    """One plain sentence on whether the TLB x cache interactions weaken without walk pollution: the number
+    pruning keeps, and the F-test and R² of the whole TLB x cache block of the II-order model."""
     if base not in docs or off not in docs:
         return ""
     b, o = docs[base], docs[off]
     bb, ob = b["tlb_cache_block"] or {}, o["tlb_cache_block"] or {}
     nb, no = len(b["tlb_cache_interactions"]), len(o["tlb_cache_interactions"])
-    weaker = no < nb or (ob.get("r2_drop") or 0) < 0.5 * (bb.get("r2_drop") or 0)
+    pb, po = bb.get("p"), ob.get("p")
+    pb = float("nan") if pb is None else pb
+    po = float("nan") if po is None else po
+    rb, ro = bb.get("r2_drop") or 0.0, ob.get("r2_drop") or 0.0
+    signals = [no < nb, pb < alpha <= po, ro < 0.5 * rb]
+    against = [no > nb, po < alpha <= pb, ro > 2 * rb]
+    if sum(signals) >= 2 and not any(against):
+        word = "weaken without the pollution"
+    elif sum(signals) > sum(against):
+        word = "weaken only marginally without the pollution"
+    else:
+        word = "do not weaken without the pollution"
     return (f"TLB×cache interactions kept by pruning: {nb} as shipped, {no} without page-walk pollution; the "
-            f"whole TLB×cache block of the II-order model adds R² {bb.get('r2_drop', 0):.4f} as shipped "
-            f"(F-test p = {bb.get('p') if bb.get('p') is not None else float('nan'):.3g}) and "
-            f"{ob.get('r2_drop', 0):.4f} without pollution (p = "
-            f"{ob.get('p') if ob.get('p') is not None else float('nan'):.3g}): they "
-            + ("weaken without the pollution." if weaker else "do not weaken without the pollution."))
+            f"whole TLB×cache block of the II-order model adds R² {rb:.4f} as shipped (F-test p = {pb:.3g}) and "
+            f"{ro:.4f} without pollution (p = {po:.3g}): they {word}.")
 
 
 def build_output(spec: RegressionSpec, scenario, totals: pd.DataFrame, gc: pd.DataFrame,

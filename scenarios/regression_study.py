@@ -156,7 +156,8 @@ class RegressionStudyKind:
 
         rates = {"sim_instructions_per_s": sum(o["instructions"] for o in outs) / max(sum(o["host_seconds"] for o in outs), 1e-9),
                  "simulation_wall_seconds": sim_seconds, "configurations": len(items), "workers": workers,
-                 "simulation_core_seconds": sum(o["host_seconds"] for o in outs),
+                 "simulation_worker_seconds": sum(o["host_seconds"] for o in outs),
+                 "simulated_instructions": sum(o["instructions"] for o in outs),
                  "simulated_runs": sum(o["pmu_runs"] for o in outs)}
         out = build_output(spec, ctx.scenario, totals, gc, fits, rates)
         return StudyOutput(**out)
