@@ -88,6 +88,11 @@ class Report:
                            f"{cap}</figure>")
         return self
 
+    def extend(self, other: "Report") -> "Report":
+        """Append the sections of ``other`` (built ahead of time, e.g. by a study); its title is dropped."""
+        self._parts.extend(other._parts)
+        return self
+
     def provenance(self, manifest: dict) -> "Report":
         """A closing section listing seed, versions, host time and the resolved parameters."""
         from scenarios.output import to_json

@@ -307,32 +307,8 @@ class SimulateStudy:
     sections = ("simulate",)
 
     def run(self, ctx):
-        from scenarios.cachesim_study import compile_kernels
-        from scenarios.progress import progress_bar
-        from scenarios.studies import StudyOutput
-
-        try:
-            spec = SimulateSpec.model_validate(ctx.scenario.section("simulate") or {})
-        except ValidationError as exc:
-            raise ScenarioError(format_validation_error(exc, f"{ctx.source}: simulate")) from None
-        if not ctx.scenario.workloads:
-            raise ScenarioError(f"{ctx.source}: workloads: the simulate study needs at least one workload")
-        for w in ctx.scenario.workloads:
-            try:
-                _resolve_workload(w)
-            except SimulatorInputError as exc:
-                raise ScenarioError(f"{ctx.source}: workloads: {exc}") from None
-        try:
-            sampling = spec.sampling_scaled()
-            for run in ctx.runs:
-                check_sampling_feasible(load_platform(run.platform, run.overrides), spec.instructions, sampling)
-        except SimulatorInputError as exc:
-            raise ScenarioError(f"{ctx.source}: simulate: {exc}") from None
-        compile_kernels(ctx.progress)
-        with progress_bar(len(ctx.runs), "simulate", enabled=ctx.progress) as advance:
-            outs = ctx.executor.map(_simulate_run, ctx.runs, shared=spec, progress=None, units=1) \
-                if ctx.executor.cluster else [_simulate_run(r, spec, progress=None) for r in _advancing(ctx.runs, advance)]
-        runs = [{**run.identity(), **out} for run, out in zip(ctx.runs, outs)]
+        spec = simulate_spec(ctx)
+        runs = simulate_runs(ctx, spec)
         tables = simulate_tables(runs)
         figures = simulate_figures(runs)
         results = {"runs": [{k: r[k] for k in r if k not in ("counters", "timeseries")} for r in runs]}
@@ -340,9 +316,47 @@ class SimulateStudy:
         for r in runs:          # and every run's own rate (issue 3: the manifest records each)
             key = f"sim_instructions_per_s[{r['platform']}/{r['workload']}/{r['variant']}/{r['replicate']}]"
             rates[key] = float(r["sim_instructions_per_s"])
+        from scenarios.studies import StudyOutput
+
         return StudyOutput(results=results, tables=tables, figures=figures,
                            report=lambda rep: add_report(rep, tables, figures),
                            rates=rates, parameters={"simulate": spec.model_dump()})
+
+
+def simulate_spec(ctx, min_intervals: int = 1) -> SimulateSpec:
+    """The scenario's ``[simulate]`` table, validated, with its workloads and sampling checked up front
+    (``min_intervals``: intervals even a very slow run must be able to hold)."""
+    try:
+        spec = SimulateSpec.model_validate(ctx.scenario.section("simulate") or {})
+    except ValidationError as exc:
+        raise ScenarioError(format_validation_error(exc, f"{ctx.source}: simulate")) from None
+    if not ctx.scenario.workloads:
+        raise ScenarioError(f"{ctx.source}: workloads: the {ctx.scenario.study} study needs at least one workload")
+    for w in ctx.scenario.workloads:
+        try:
+            _resolve_workload(w)
+        except SimulatorInputError as exc:
+            raise ScenarioError(f"{ctx.source}: workloads: {exc}") from None
+    try:
+        sampling = spec.sampling_scaled()
+        for run in ctx.runs:
+            check_sampling_feasible(load_platform(run.platform, run.overrides), spec.instructions, sampling,
+                                    min_intervals)
+    except SimulatorInputError as exc:
+        raise ScenarioError(f"{ctx.source}: simulate: {exc}") from None
+    return spec
+
+
+def simulate_runs(ctx, spec: SimulateSpec) -> list[dict]:
+    """Every run of the study (locally with a progress bar, or on the cluster): identity + ``simulate_one``."""
+    from scenarios.cachesim_study import compile_kernels
+    from scenarios.progress import progress_bar
+
+    compile_kernels(ctx.progress)
+    with progress_bar(len(ctx.runs), ctx.scenario.study, enabled=ctx.progress) as advance:
+        outs = ctx.executor.map(_simulate_run, ctx.runs, shared=spec, progress=None, units=1) \
+            if ctx.executor.cluster else [_simulate_run(r, spec, progress=None) for r in _advancing(ctx.runs, advance)]
+    return [{**run.identity(), **out} for run, out in zip(ctx.runs, outs)]
 
 
 def _advancing(items, advance):

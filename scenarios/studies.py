@@ -20,6 +20,7 @@ STUDY_MODULES = {
     "simulate": "scenarios.simulate_study:SimulateStudy",
     "hbench-gc": "scenarios.hbench_study:HbenchGcStudy",
     "regression": "scenarios.regression_study:RegressionStudyKind",
+    "similarity": "scenarios.similarity_study:SimilarityStudy",
 }
 
 

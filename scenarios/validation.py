@@ -18,6 +18,7 @@ CHECK_MODULES: list[str] = [
     "scenarios.checks_memory",
     "scenarios.checks_regression",
     "scenarios.checks_similarity",
+    "scenarios.checks_similarity_sim",
     "scenarios.checks_flowgsp",
     "scenarios.checks_gc",
 ]

@@ -58,6 +58,8 @@ class Machine:
             self.handler = None
             self.tick_period = 0
             self.next_tick = -1
+        self.os_block: InstrBlock | None = None      # the timer handler in progress
+        self.os_pos = 0
         self.host_seconds = 0.0
 
     # ------------------------------------------------------------------ running
@@ -76,14 +78,19 @@ class Machine:
         self.synth.fill(self.block)
         self.pos = 0
 
-    def _tick(self) -> None:
-        block = self.handler.block()
-        done = 0
-        while done < len(block):
-            done += self.core.run(block, start=done)
-        self.os_instructions += len(block)
-        self.os_ticks += 1
-        self.next_tick += self.tick_period
+    def _tick_step(self, until_cycle: int) -> None:
+        """Run the timer interrupt's handler — the one due, started here, or one in progress — until it
+        ends or the core reaches ``until_cycle``: the handler is preemptible by the sampling engine's
+        reads, so an interval shorter than a handler still sees the cycles spent in it."""
+        if self.os_block is None:
+            self.os_block = self.handler.block()
+            self.os_pos = 0
+            self.next_tick += self.tick_period
+        self.os_pos += self.core.run(self.os_block, until_cycle=until_cycle, start=self.os_pos)
+        if self.os_pos >= len(self.os_block):
+            self.os_instructions += len(self.os_block)
+            self.os_ticks += 1
+            self.os_block = None
 
     def advance_to(self, cycle: int) -> bool:
         """Run until the core reaches ``cycle`` (or the program ends); False once the program has ended
@@ -91,6 +98,9 @@ class Machine:
         t0 = time.perf_counter()
         try:
             while self.core.cycles < cycle and not self.finished:
+                if self.os_block is not None or (self.handler is not None and self.core.cycles >= self.next_tick):
+                    self._tick_step(cycle)
+                    continue
                 if self.pos >= len(self.block):
                     self._refill()
                     if self.finished:
@@ -98,9 +108,6 @@ class Machine:
                 stop = cycle
                 if self.handler is not None and self.next_tick < stop:
                     stop = self.next_tick
-                if self.core.cycles >= stop:
-                    self._tick()
-                    continue
                 n = self.core.run(self.block, until_cycle=stop, start=self.pos)
                 self.pos += n
                 self.program_retired += n

@@ -210,6 +210,8 @@ def signatures_from_time_series(df: pd.DataFrame, *, stalls: Sequence[str] | Non
                               f"Got {on_constant!r} instead.")
     if len(df) == 0:
         raise ModelInputError(f"{source}: the table has no rows")
+    if not df.index.is_unique:          # e.g. frames concatenated without ignore_index: rows by position
+        df = df.reset_index(drop=True)
     app_col = _application_column(df, source)
     cyc = _pick(df, cycles, CYCLES_COLUMNS, "cycles", source)
     ins = _pick(df, instructions, INSTRUCTIONS_COLUMNS, "instructions", source)

@@ -1,0 +1,49 @@
+"""Ground-truth checks on simulated workloads: the planted variants are small, valid perturbations of their
+parents, and the quick checks run and report what they measured."""
+
+import numpy as np
+import pytest
+
+from models.similarity import adjusted_rand_index
+from scenarios import checks_similarity_sim as chk
+from scenarios.validation import CHECK_MODULES
+from simulator.workload import load_workload
+
+
+def test_variant_is_a_small_valid_perturbation_of_its_parent():
+    parent = load_workload("401.bzip2").spec
+    a = chk.perturbed_variant("401.bzip2", 0, np.random.default_rng(3)).spec
+    b = chk.perturbed_variant("401.bzip2", 0, np.random.default_rng(3)).spec
+    assert a == b                                                    # seeded: same draw, same workload
+    for name, stream in parent.streams.items():
+        ratio = a.streams[name].footprint_kb / stream.footprint_kb
+        assert ratio != 1.0 and 0.85 < ratio < 1.15
+    mix = a.mix
+    assert mix.load + mix.store + mix.branch + mix.fp + mix.other == pytest.approx(1.0, abs=1e-3)
+    assert abs(mix.load - parent.mix.load) < 0.05 * parent.mix.load
+    assert 0.5 <= a.branches.bias <= 1.0 and a.branches.bias != parent.branches.bias
+    assert a.phases and len(a.phases) == len(parent.phases)
+
+
+def test_planted_workloads_hold_families_and_one_held_out_each():
+    members, families, extra = chk.planted_workloads(quick=True)
+    size = chk.SIZES[True]
+    assert len(members) == size["parents"] * size["variants"] and len(extra) == size["parents"]
+    assert families == [f for f in range(size["parents"]) for _ in range(size["variants"])]
+    assert {w.name.split("~")[0] for w in extra} == set(chk.PARENTS[:size["parents"]])
+
+
+def test_quick_checks_are_registered_and_report_consistent_figures():
+    assert "scenarios.checks_similarity_sim" in CHECK_MODULES
+    fam = chk.check_sim_families(True)
+    assert fam.expected == f">= {chk.ARI_GOAL}" and -1.0 <= fam.measured <= 1.0
+    assert fam.passed == (fam.measured >= chk.ARI_GOAL)
+    # the ARI is recomputable from the clusters it reports
+    clusters = [c.split(", ") for c in fam.detail.split("clusters: ")[1].strip("{}").split("}; {")]
+    names = [a for c in clusters for a in c]
+    labels = np.array([i for i, c in enumerate(clusters) for _ in c])
+    truth = np.array([chk.PARENTS.index(a.split("~")[0]) for a in names])
+    assert adjusted_rand_index(labels, truth) == pytest.approx(fam.measured, abs=1e-4)
+    table9, held_out = chk.check_sim_direction(True)
+    assert table9.passed, table9.detail                              # the engine's Table 9 = the recount
+    assert "/" in held_out.measured and held_out.expected.startswith(">=")

@@ -1,0 +1,66 @@
+"""Machine: the program, the OS timer interrupt and the core together — determinism, run-to-run
+variation from the run seed only, the tick rate, and a timer handler that sampling reads can preempt."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.machine import Machine
+from simulator.osnoise import TimerNoise
+from simulator.platform import load_platform
+from simulator.sampling import Sampling, sample
+from simulator.workload import load_workload
+
+N = 80_000
+
+
+@pytest.fixture(scope="module")
+def nehalem():
+    return load_platform("nehalem")
+
+
+def _run(platform, noise=TimerNoise(), seed=1, run_seed=None, n=N, workload="464.h264ref"):
+    return Machine(platform, load_workload(workload), n, seed=seed, run_seed=run_seed, noise=noise).run()
+
+
+def test_same_seeds_identical_counters_run_seed_varies_them(nehalem):
+    a, b = _run(nehalem, run_seed=7), _run(nehalem, run_seed=7)
+    assert a.counters() == b.counters()
+    c = _run(nehalem, run_seed=8)
+    assert c.counters()["cycles"] != a.counters()["cycles"]
+    assert c.counters()["instructions"] - c.os_instructions == a.counters()["instructions"] - a.os_instructions
+
+
+def test_program_instructions_are_exactly_the_target(nehalem):
+    m = _run(nehalem)
+    assert m.program_retired == N
+    assert m.counters()["instructions"] == N + m.os_instructions
+
+
+def test_ticks_at_hz_of_simulated_time(nehalem):
+    # a fast tick (100 kHz) so that a short run sees many: ticks = run time x HZ, +-1 for the phase
+    noise = TimerNoise(hz=100_000)
+    m = _run(nehalem, noise=noise, n=300_000)
+    expected = m.seconds() * noise.hz
+    assert abs(m.os_ticks - expected) <= 1.5, (m.os_ticks, expected)
+    assert m.os_instructions >= m.os_ticks * noise.base_instructions
+
+
+def test_no_noise_no_os_instructions(nehalem):
+    m = _run(nehalem, noise=None)
+    assert m.os_instructions == 0 and m.os_ticks == 0 and m.counters()["instructions"] == N
+
+
+def test_sampling_intervals_shorter_than_a_handler_still_see_cycles(nehalem):
+    # handlers of ~20k instructions every 20 us; 1 us intervals every 2 us: many intervals fall inside a
+    # handler, and each must still count the cycles spent in it
+    noise = TimerNoise(hz=50_000, base_instructions=20_000)
+    m = Machine(nehalem, load_workload("464.h264ref"), 400_000, seed=1, noise=noise)
+    rows = sample(m, Sampling(1e-6, 2e-6, 1e-6))
+    assert len(rows) > 20
+    cycles = np.array([r["cycles"] for r in rows])
+    assert (cycles > 0).all()
+    # an interval is ~1 us of a 2.67 GHz clock (the last instruction may retire a little beyond its end)
+    assert np.median(cycles) == pytest.approx(nehalem.clock_ghz * 1e3, rel=0.2)
+    assert m.os_ticks > 5
