@@ -1,8 +1,10 @@
-"""Where the runs of a study execute: in this process, or on a Dask distributed cluster.
+"""Where the runs of a study execute: in this process, a local process pool, or a Dask cluster.
 
-``Executor(cluster=None)`` runs in order in this process; ``Executor("tcp://host:8786")``
-submits every run to the Dask scheduler at that address (never a home-made
-distribution layer).  Either way ``map`` returns results in the order of the runs.
+``Executor(cluster=None)`` runs in order in this process, or -- when a study asks ``map`` for
+``workers > 1`` -- in a local pool of that many processes (``concurrent.futures``, forkserver start so
+that no lock of a progress thread is inherited); ``Executor("tcp://host:8786")`` submits every run to
+the Dask scheduler at that address (never a home-made distribution layer).  Either way ``map``
+returns results in the order of the runs.
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ class Executor:
             self._client = None
 
     def map(self, fn: Callable, items: Sequence[Any], shared: Any = None,
-            progress: Callable[[int], None] | None = None, units: int = 1) -> list[Any]:
-        """``[fn(item, shared) for item in items]``.  Locally ``fn`` also receives ``progress``
-        (per unit of work); on a cluster the bar advances by ``units`` per finished item."""
+            progress: Callable[[int], None] | None = None, units: int = 1, workers: int = 1) -> list[Any]:
+        """``[fn(item, shared) for item in items]``.  In this process ``fn`` also receives ``progress``
+        (per unit of work); in a local pool (``workers > 1``) and on a cluster the bar advances by
+        ``units`` per finished item."""
         if self._client is None:
-            return [fn(item, shared, progress=progress) for item in items]
+            if workers <= 1 or len(items) <= 1:
+                return [fn(item, shared, progress=progress) for item in items]
+            return self._pool_map(fn, items, shared, progress, units, workers)
         from distributed import as_completed
 
         shared_future = self._client.scatter(shared, broadcast=True) if shared is not None else None
@@ -50,4 +55,24 @@ class Executor:
             out[index[fut.key]] = fut.result()
             if progress is not None:
                 progress(units)
+        return out
+
+    @staticmethod
+    def _pool_map(fn: Callable, items: Sequence[Any], shared: Any, progress, units: int, workers: int) -> list[Any]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        out: list[Any] = [None] * len(items)
+        with ProcessPoolExecutor(max_workers=min(workers, len(items)),
+                                 mp_context=multiprocessing.get_context("forkserver")) as pool:
+            futures = {pool.submit(fn, item, shared): i for i, item in enumerate(items)}
+            try:
+                for fut in as_completed(futures):
+                    out[futures[fut]] = fut.result()
+                    if progress is not None:
+                        progress(units)
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
         return out

@@ -19,6 +19,7 @@ STUDY_MODULES = {
     "cachesim": "scenarios.cachesim_study:CachesimStudy",
     "simulate": "scenarios.simulate_study:SimulateStudy",
     "hbench-gc": "scenarios.hbench_study:HbenchGcStudy",
+    "regression": "scenarios.regression_study:RegressionStudyKind",
     "similarity": "scenarios.similarity_study:SimilarityStudy",
 }
 

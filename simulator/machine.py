@@ -103,6 +103,8 @@ class Machine:
                     continue
                 if self.pos >= len(self.block):
                     self._refill()
+                    if self.finished:
+                        break
                 stop = cycle
                 if self.handler is not None and self.next_tick < stop:
                     stop = self.next_tick

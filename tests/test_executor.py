@@ -28,3 +28,15 @@ def test_unreachable_cluster_is_a_clear_error():
     with pytest.raises(ScenarioError, match="cannot reach a Dask scheduler"):
         with Executor("tcp://127.0.0.1:1"):
             pass
+
+
+def _square(item, shared, progress=None):
+    return item * item + shared
+
+
+def test_local_pool_keeps_the_order_and_advances_per_item():
+    seen = []
+    with Executor() as ex:
+        out = ex.map(_square, list(range(7)), shared=1, progress=seen.append, units=3, workers=2)
+    assert out == [i * i + 1 for i in range(7)]
+    assert seen == [3] * 7

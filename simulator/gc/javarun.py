@@ -91,10 +91,32 @@ class JavaRun:
         self._i = 0
         self._explicit = list(stream.explicit_bytes)
         self._instr = 0                         # mutator instructions so far
+        self._offset = 0                        # heap clock when the timed part began (fast_forward)
 
     # bytes the mutator has allocated after ``instructions`` instructions
     def _target(self, instructions: float) -> int:
-        return int(instructions / self.ipu * self.stream.b.bytes_per_unit)
+        return self._offset + int(instructions / self.ipu * self.stream.b.bytes_per_unit)
+
+    def fast_forward(self, nbytes: int | None = None) -> int:
+        """Allocate the first ``nbytes`` of the stream (default: the start-up's long-lived data,
+        ``stream.initial_bytes``) functionally -- no instructions, collections untimed -- so that the
+        timed run starts in the program's steady state.  Call before :meth:`segments`; returns the
+        collections it took."""
+        target = self.stream.initial_bytes if nbytes is None else int(nbytes)
+        n = 0
+        while self.heap.clock < target:
+            what, _ = self._advance(target)
+            self._pending_alloc = None
+            if what == "done":
+                break
+            request = self.heap.request_bytes if what == "allocation" else 0
+            coll = self.heap.collect(what, request)
+            n += 1
+            if coll.out_of_memory:
+                self.stats.out_of_memory = True
+                break
+        self._offset = self.heap.clock
+        return n
 
     def _advance(self, target: int) -> tuple[str, int]:
         """Allocate until the heap's clock reaches ``target`` bytes.  Returns ("done", clock) or
