@@ -19,8 +19,6 @@ from scenarios.runner import run_scenario_file
 from scenarios.scenario import expand_runs, load_scenario
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "java-7447a-regression.toml"
-# TODO(pfengine): drop once main's memory kernel counts L2.prefetches_dropped (the 7447A's prefetch_full)
-WORKAROUND = ["pmu.sources.prefetch_full=L2.prefetches_issued"]
 PREDICTORS = ["dl1_miss", "l2_dmiss", "dtlb_miss", "itlb_miss"]
 
 
@@ -37,8 +35,6 @@ def test_shipped_scenario_is_the_seed_000_design():
     assert spec.heap_factors == [1.0 + 0.5 * i for i in range(11)]          # H_min .. 6 H_min step 0.5 H_min
     assert spec.pmu == "physical" and spec.response == "cycles" and spec.exclude == SEED_EXCLUDE
     assert len(runs) == 3 * 9 * 5
-    # the shipped file does not carry the prefetch_full workaround
-    assert "prefetches_issued" not in SHIPPED.read_text().split("[regression]")[0].replace("#", "")
 
 
 def reduced_text(workers: int = 1) -> str:
@@ -62,7 +58,7 @@ def reduced(tmp_path_factory):
     scenario = tmp / "java.toml"
     scenario.write_text(reduced_text())
     out = tmp / "out"
-    run_scenario_file(scenario, out=out, overrides=WORKAROUND, progress=False)
+    run_scenario_file(scenario, out=out, progress=False)
     return out
 
 
@@ -147,7 +143,7 @@ def test_bad_regression_table_is_one_line(tmp_path):
     text = reduced_text().replace("prune = \"bic\"", "prune = \"bic\"\nbogus = 1")
     (tmp_path / "bad.toml").write_text(text)
     with pytest.raises(ScenarioError, match=r"bad.toml: regression.*bogus"):
-        run_scenario_file(tmp_path / "bad.toml", out=tmp_path / "out", overrides=WORKAROUND, progress=False)
+        run_scenario_file(tmp_path / "bad.toml", out=tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
 
 
@@ -155,5 +151,5 @@ def test_unknown_predictor_names_the_events(tmp_path):
     text = reduced_text().replace('"itlb_miss"]', '"l3_miss"]')
     (tmp_path / "bad.toml").write_text(text)
     with pytest.raises(ScenarioError, match=r"regression.predictors: 'l3_miss' is not an event of mpc7447a"):
-        run_scenario_file(tmp_path / "bad.toml", out=tmp_path / "out", overrides=WORKAROUND, progress=False)
+        run_scenario_file(tmp_path / "bad.toml", out=tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
