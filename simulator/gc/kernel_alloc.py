@@ -112,6 +112,26 @@ def _root_slot(H, addr, death):
     return slot
 
 
+@njit(cache=True, inline="always")
+def _bump_room(H, need):
+    """Move the bump pointer on through the free chunks until one holds ``need`` bytes; False (cursor
+    past the last chunk, ``S[S_NEED] = need``) when none does."""
+    S = H.S
+    while S[S_BP] + need > S[S_BEND]:
+        seal(H)
+        fi = S[S_FI] + 1
+        if fi >= S[S_NF]:
+            S[S_FI] = S[S_NF]
+            S[S_BP] = 0
+            S[S_BEND] = 0
+            S[S_NEED] = need
+            return False
+        S[S_FI] = fi
+        S[S_BP] = H.f_start[fi]
+        S[S_BEND] = H.f_start[fi] + H.f_size[fi]
+    return True
+
+
 @njit(cache=True)
 def alloc_batch(H, payload, nref, cstart, death, immortal, u_attach, u_cross, cross_p, out_addr, start, stop):
     """Allocate objects ``start .. stop-1`` of an allocation stream (their heap offsets go to
@@ -125,18 +145,8 @@ def alloc_batch(H, payload, nref, cstart, death, immortal, u_attach, u_cross, cr
     for i in range(start, stop):
         p = np.int64(payload[i])
         need = object_bytes(hdr, p)
-        while S[S_BP] + need > S[S_BEND]:
-            seal(H)
-            fi = S[S_FI] + 1
-            if fi >= S[S_NF]:
-                S[S_FI] = S[S_NF]
-                S[S_BP] = 0
-                S[S_BEND] = 0
-                S[S_NEED] = need
-                return i, A_FAIL
-            S[S_FI] = fi
-            S[S_BP] = H.f_start[fi]
-            S[S_BEND] = H.f_start[fi] + H.f_size[fi]
+        if not _bump_room(H, need):
+            return i, A_FAIL
         if S[S_NQ] > 0 and H.q_death[0] <= S[S_CLOCK]:
             expire_roots(H, S[S_CLOCK])
         starts = cstart[i] != 0
@@ -242,18 +252,8 @@ def alloc_raw(H, payload, nref):
     S = H.S
     hdr = S[S_HDR]
     need = object_bytes(hdr, np.int64(payload))
-    while S[S_BP] + need > S[S_BEND]:
-        seal(H)
-        fi = S[S_FI] + 1
-        if fi >= S[S_NF]:
-            S[S_FI] = S[S_NF]
-            S[S_BP] = 0
-            S[S_BEND] = 0
-            S[S_NEED] = need
-            return -1
-        S[S_FI] = fi
-        S[S_BP] = H.f_start[fi]
-        S[S_BEND] = H.f_start[fi] + H.f_size[fi]
+    if not _bump_room(H, need):
+        return -1
     addr = S[S_BP]
     S[S_BP] = addr + need
     if S[S_NIDFREE] > 0:
