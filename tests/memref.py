@@ -529,10 +529,11 @@ class RefHierarchy:
         if r0 != c.name or r1 != c.name:
             c.c.miss[src] += 1
 
-    def run(self, addrs, sizes, kinds):
+    def run(self, addrs, sizes, kinds, cycles_per_record=None):
+        spacing = self.p.memory.latency_cycles if cycles_per_record is None else cycles_per_record
         pc = 0
         for i, (a, s, k) in enumerate(zip(addrs.tolist(), sizes.tolist(), kinds.tolist())):
-            self.now = i                       # one access per cycle
+            self.now = i * spacing             # records cycles_per_record apart
             if k == 0:
                 pc = a
                 self.top(self.l1i, self.ichain, a, s, IFETCH, False)

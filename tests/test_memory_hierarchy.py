@@ -12,9 +12,10 @@ from simulator.platform import load_platform, platform_names
 from simulator.traces import Stream, Trace, mixed_streams, synthetic_trace
 
 
-def both(platform, trace, seed=0):
-    fast = MemoryHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds).counters()
-    ref = RefHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds).counters()
+def both(platform, trace, seed=0, cycles_per_record=None):
+    fast = MemoryHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds,
+                                                    cycles_per_record=cycles_per_record).counters()
+    ref = RefHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds, cycles_per_record).counters()
     return fast, ref
 
 
@@ -60,7 +61,7 @@ VARIANTS = {
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_mechanism_variants_match_reference(variant):
     platform = load_platform("mpc7447a", VARIANTS[variant])
-    fast, ref = both(platform, small_trace(11), seed=11)
+    fast, ref = both(platform, small_trace(11), seed=11, cycles_per_record=1 if variant == "prefetch_engines" else None)
     assert_same(fast, ref)
     if variant == "prefetch_engines":            # the engines both issue and drop on this trace
         for lv in ("L1D", "L2"):
@@ -98,12 +99,13 @@ def raw_traces(draw):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(raw_traces(), st.sampled_from(["mpc7447a", "nehalem", "z10"]), st.integers(0, 3), st.integers(0, 3))
-def test_property_matches_reference_on_arbitrary_traces(trace, name, seed, engines):
+@given(raw_traces(), st.sampled_from(["mpc7447a", "nehalem", "z10"]), st.integers(0, 3), st.integers(0, 3),
+       st.sampled_from([None, 1, 7]))
+def test_property_matches_reference_on_arbitrary_traces(trace, name, seed, engines, spacing):
     small = ["l1d.size_kb=4", "l1i.size_kb=4"] if name != "z10" else []
     # prefetch engines on the levels with prefetchers (L1D of the Xeon and the z10, the 7447A's L2)
     platform = load_platform(name, small + [f"l1d.prefetch_engines={engines}", f"l2.prefetch_engines={engines}"])
-    fast, ref = both(platform, trace, seed=seed)
+    fast, ref = both(platform, trace, seed=seed, cycles_per_record=spacing)
     assert_same(fast, ref)
 
 
@@ -256,8 +258,8 @@ def sector_misses_every(gap, lines, engines):
     platform = load_platform("mpc7447a", [f"l2.prefetch_engines={engines}"])
     addrs = np.repeat(0x4000000 + 64 * np.arange(lines), gap)
     tr = loads(addrs)
-    fast = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
-    ref = RefHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    fast = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds, cycles_per_record=1).counters()
+    ref = RefHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds, 1).counters()
     assert_same(fast, ref)
     return platform.memory.latency_cycles, fast["levels"]["L2"]
 
@@ -292,10 +294,11 @@ def test_unlimited_engines_never_drop():
 def test_time_continues_across_chunked_runs():
     platform = load_platform("mpc7447a")
     tr = loads(0x4000000 + 64 * np.arange(400))
-    one = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    one = MemoryHierarchy(platform).run(tr.addrs, tr.sizes, tr.kinds, cycles_per_record=1).counters()
     h = MemoryHierarchy(platform)
     for start in range(0, 400, 50):                # separate calls: record k is still cycle k
-        h.run(tr.addrs[start:start + 50], tr.sizes[start:start + 50], tr.kinds[start:start + 50])
+        h.run(tr.addrs[start:start + 50], tr.sizes[start:start + 50], tr.kinds[start:start + 50],
+              cycles_per_record=1)
     assert h.counters() == one
     assert one["levels"]["L2"]["prefetches_dropped"] == 400 - 9     # cycles 0-2, 172-174, 344-346
 
@@ -304,7 +307,7 @@ def test_core_runs_give_the_engines_the_core_cycle():
     """Through the core (memport sets the cycle of each access): a chain of dependent loads, each issued
     after the previous one's memory latency, never finds the 7447A's three L2 engines busy; the same
     loads independent issue a few cycles apart and drop prefetches, as the same addresses do in a trace
-    run (one access per cycle)."""
+    run packed one access per cycle."""
     from simulator.core import Core
     from simulator.isa import OP_LOAD, InstrBlock
 
@@ -329,5 +332,23 @@ def test_core_runs_give_the_engines_the_core_cycle():
     assert dep["memory"]["levels"]["L2"]["prefetches_issued"] == n + 1  # + the instruction line's sector
     assert ind["memory"]["levels"]["L2"]["prefetches_dropped"] > 0
     tr = loads(addrs)
-    trace = MemoryHierarchy(platform, seed=1).run(tr.addrs, tr.sizes, tr.kinds).counters()
+    trace = MemoryHierarchy(platform, seed=1).run(tr.addrs, tr.sizes, tr.kinds, cycles_per_record=1).counters()
     assert trace["levels"]["L2"]["prefetches_dropped"] == n - 3
+
+
+def test_untimed_traces_space_records_by_the_memory_latency():
+    # the default: a record per memory latency, so the 7447A's one sector prefetch per miss always finds
+    # an engine free (one engine would do), whatever the misses' density in the trace
+    platform = load_platform("mpc7447a", ["l2.prefetch_engines=1"])
+    tr = loads(0x4000000 + 64 * np.arange(300))
+    fast, ref = both(platform, tr)
+    assert_same(fast, ref)
+    assert fast["levels"]["L2"]["prefetches_issued"] == 300 and fast["levels"]["L2"]["prefetches_dropped"] == 0
+
+
+def test_cycles_per_record_must_be_positive():
+    from simulator.errors import SimulatorInputError
+
+    tr = loads(0x4000000 + 64 * np.arange(3))
+    with pytest.raises(SimulatorInputError, match="cycles_per_record"):
+        MemoryHierarchy(load_platform("mpc7447a")).run(tr.addrs, tr.sizes, tr.kinds, cycles_per_record=0)

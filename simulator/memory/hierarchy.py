@@ -193,22 +193,29 @@ class MemoryHierarchy:
 
     # ------------------------------------------------------------------ running
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
-            progress: Callable[[int], None] | None = None, chunk: int = 1 << 22) -> "MemoryHierarchy":
+            progress: Callable[[int], None] | None = None, chunk: int = 1 << 22,
+            cycles_per_record: int | None = None) -> "MemoryHierarchy":
         """Run trace arrays (uint64 addresses, sizes, kinds 0=I 1=L 2=S 3=M) through the hierarchy.
 
-        Time, for the prefetch engines: one access per cycle, the k-th record run through this hierarchy
-        (counting earlier calls) at cycle k.  ``progress(n)`` is called with the number of records done
-        after each chunk."""
+        Time, for the prefetch engines: a trace carries none, so the k-th record run through this
+        hierarchy (counting earlier calls) is at cycle k x ``cycles_per_record``.  The default spaces
+        records by the memory latency, as a blocking in-order core that waits for each access would at
+        worst: an engine taken by one record is free by the next, so only prefetches beyond the engines
+        within one record are dropped (the core model gives real cycles instead).  ``1`` packs one
+        record per cycle.  ``progress(n)`` is called with the number of records done after each chunk."""
+        spacing = self.platform.memory.latency_cycles if cycles_per_record is None else int(cycles_per_record)
+        if spacing < 1:
+            raise SimulatorInputError(f"cycles_per_record must be >= 1, got {cycles_per_record}")
         addrs = np.ascontiguousarray(addrs, dtype=np.uint64)
         sizes = np.ascontiguousarray(sizes, dtype=np.uint16)
         kinds = np.ascontiguousarray(kinds, dtype=np.uint8)
         total = len(addrs)
         # an empty first call loads (or compiles) the kernel outside the timed region
-        K.run_trace(*self.state, addrs, sizes, kinds, 0, 0, 0)
+        K.run_trace(*self.state, addrs, sizes, kinds, 0, 0, 0, 1)
         t0 = time.perf_counter()
         for start in range(0, total, chunk):
             stop = min(total, start + chunk)
-            K.run_trace(*self.state, addrs, sizes, kinds, start, stop, self.accesses)
+            K.run_trace(*self.state, addrs, sizes, kinds, start, stop, self.accesses, spacing)
             if progress is not None:
                 progress(stop - start)
         self.simulation_seconds += time.perf_counter() - t0

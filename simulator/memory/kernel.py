@@ -9,8 +9,8 @@ the supplying level (levels ordered from the core outwards; memory = number of l
 words ``S[SCR_LEVEL]``, ``S[SCR_TLB]`` (0 first-level TLB hit, 1 second-level hit, 2 walk),
 ``S[SCR_WALK_LOADS]`` and ``S[SCR_WALK_CYCLES]`` hold the supplying level, the TLB outcome and the
 walk's loads and cycles.  Before each access the caller sets ``S[SCR_NOW]`` to the current time in
-cycles (the core: the cycle of the access; :func:`run_trace`: the index of the trace record, one
-access per cycle).  Semantics (the pure-Python reference in ``tests/memref.py`` implements the
+cycles (the core: the cycle of the access; :func:`run_trace`: the trace record's index times a
+spacing).  Semantics (the pure-Python reference in ``tests/memref.py`` implements the
 same rules):
 
 * A demand access looks up its level; on a miss the missing sectors are looked up
@@ -377,14 +377,14 @@ def data_access(S, vaddr, size, kind, pc):
 
 
 @njit(cache=True)
-def run_trace(S, addrs, sizes, kinds, start, stop, t0):
+def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing):
     """Simulate trace records [start, stop).  The PC of a data access is the address of the most recent
     instruction fetch (lackey order: an ``I`` record precedes the data accesses of its instruction).
-    Time: one access per cycle, record ``i`` at cycle ``t0 + i`` (``S[SCR_NOW]``)."""
+    Time (``S[SCR_NOW]``, for the prefetch engines): record ``i`` at cycle ``(t0 + i) * spacing``."""
     s = S.ctypes.data
     pc = U64(0)
     for i in range(U64(start), U64(stop)):          # (unsigned: no negative-index wraparound code)
-        _st(s, SCR_NOW, I64(t0) + I64(i))
+        _st(s, SCR_NOW, (I64(t0) + I64(i)) * I64(spacing))
         k = kinds[i]
         if k == K_IFETCH:
             pc = addrs[i]
