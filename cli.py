@@ -161,6 +161,8 @@ def trace_info_cmd(src: Path = typer.Argument(..., help="trace file"),
 def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="platform name or TOML path"),
                  workload: str = typer.Option(..., "--workload", "-w", help="e.g. cint2006/429.mcf (whatif list workloads)"),
                  instructions: int = typer.Option(2_000_000, "--instructions", "-n", help="program instructions to run"),
+                 warmup: int = typer.Option(0, "--warmup", help="program instructions run first, uncounted "
+                                                                 "(caches, TLBs, predictors warm)"),
                  set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE (repeatable)"),
                  sampling: Optional[str] = typer.Option(None, "--sampling",
                                                         help="SD,SP,SI: sampling delay, period, interval in the "
@@ -176,7 +178,7 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
     from scenarios import simulate_study
 
     doc = simulate_study.simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
-                                          pmu, out, progress=not as_json)
+                                          pmu, out, progress=not as_json, warmup=warmup)
     if as_json:
         echo_json(doc)
     else:

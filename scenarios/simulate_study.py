@@ -8,6 +8,9 @@ Counting modes (``pmu``):
   collected over several runs of the same binary that differ by the modelled run-to-run variation
   (OS timer phase and work, physical page placement), as perfctr collections on the real machine.
 
+Warm-up: ``warmup`` program instructions run first, uncounted (caches, TLBs, predictors warm); the
+counters, CPI stack, run time and the sampling clock cover the ``instructions`` after it.
+
 Sampling: ``--sampling SD,SP,SI`` in the seed's seconds of a real run; ``time_scale`` (default 1e-4)
 maps them to simulated time (10 s -> 1 ms), keeping s_i/s_p and s_d/s_p.
 
@@ -24,7 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
 
 from scenarios.errors import ScenarioError
 from simulator.errors import SimulatorInputError
@@ -41,6 +44,7 @@ MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a samp
 class SimulateSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     instructions: PositiveInt = 2_000_000
+    warmup: NonNegativeInt = 0                   # program instructions run uncounted first (caches warm)
     sampling: list[float] | None = None          # [s_d, s_p, s_i] in the seed's seconds
     time_scale: float = Field(default=DEFAULT_TIME_SCALE, gt=0)
     pmu: Literal["ideal", "physical"] = "ideal"
@@ -72,8 +76,9 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
 def _machine(platform, workload, spec: SimulateSpec, seed: int, run_seed: int) -> Machine:
     from simulator.osnoise import TimerNoise
 
-    return Machine(platform, workload, spec.instructions, seed=seed, run_seed=run_seed,
-                   noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+    m = Machine(platform, workload, spec.warmup + spec.instructions, seed=seed, run_seed=run_seed,
+                noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+    return m.warm_up(spec.warmup) if spec.warmup else m
 
 
 def simulate_one(platform: Platform, workload: str, spec: SimulateSpec, seed: int,
@@ -126,7 +131,8 @@ def simulate_one(platform: Platform, workload: str, spec: SimulateSpec, seed: in
 
 # ---------------------------------------------------------------------------------------- CLI glue
 def simulate_command(platform_name: str, workload: str, instructions: int, overrides: list[str],
-                     sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool) -> dict:
+                     sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool,
+                     warmup: int = 0) -> dict:
     from scenarios.cachesim_study import compile_kernels
     from scenarios.manifest import build_manifest
     from scenarios.output import ResultsWriter
@@ -135,7 +141,7 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
 
     platform = load_platform(platform_name, overrides)
     try:
-        spec = SimulateSpec(instructions=instructions, time_scale=time_scale, pmu=pmu,
+        spec = SimulateSpec(instructions=instructions, warmup=warmup, time_scale=time_scale, pmu=pmu,
                             sampling=list(Sampling.parse(sampling).__dict__.values()) if sampling else None)
     except ValidationError as exc:
         raise ScenarioError(format_validation_error(exc, "simulate")) from None

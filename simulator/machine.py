@@ -59,6 +59,9 @@ class Machine:
             self.tick_period = 0
             self.next_tick = -1
         self.os_block: InstrBlock | None = None      # the timer handler in progress
+        self.origin = 0                               # core cycle where the measured run starts
+        self._base: dict[str, int] | None = None      # counters at the end of the warm-up
+        self._base_stack: dict[str, int] = {}
         self.os_pos = 0
         self.host_seconds = 0.0
 
@@ -69,7 +72,8 @@ class Machine:
 
     @property
     def cycles(self) -> int:
-        return self.core.cycles
+        """Cycles since the start of the measured run (after any warm-up)."""
+        return self.core.cycles - self.origin
 
     def _refill(self) -> None:
         left = self.instructions_target - self.program_retired
@@ -92,28 +96,44 @@ class Machine:
             self.os_ticks += 1
             self.os_block = None
 
-    def advance_to(self, cycle: int) -> bool:
-        """Run until the core reaches ``cycle`` (or the program ends); False once the program has ended
-        before reaching it."""
+    def advance_to(self, cycle: int, program_limit: int | None = None) -> bool:
+        """Run until the measured run reaches ``cycle`` (or the program ends, or ``program_limit`` program
+        instructions have retired); False once the program has ended before reaching it."""
         t0 = time.perf_counter()
+        target = cycle + self.origin if cycle < np.iinfo(np.int64).max - self.origin else cycle
         try:
-            while self.core.cycles < cycle and not self.finished:
+            while self.core.cycles < target and not self.finished and \
+                    (program_limit is None or self.program_retired < program_limit):
                 if self.os_block is not None or (self.handler is not None and self.core.cycles >= self.next_tick):
-                    self._tick_step(cycle)
+                    self._tick_step(target)
                     continue
                 if self.pos >= len(self.block):
                     self._refill()
                     if self.finished:
                         break
-                stop = cycle
+                stop = target
                 if self.handler is not None and self.next_tick < stop:
                     stop = self.next_tick
-                n = self.core.run(self.block, until_cycle=stop, start=self.pos)
+                end = len(self.block) if program_limit is None else \
+                    min(len(self.block), self.pos + program_limit - self.program_retired)
+                n = self.core.run(self.block, until_cycle=stop, start=self.pos, stop=end)
                 self.pos += n
                 self.program_retired += n
-            return self.core.cycles >= cycle
+            return self.core.cycles >= target
         finally:
             self.host_seconds += time.perf_counter() - t0
+
+    def warm_up(self, instructions: int) -> "Machine":
+        """Run the first ``instructions`` program instructions uncounted, as gem5 or Sniper users warm a
+        sampled region: caches, TLBs and predictors are warm afterwards, and counters, CPI stack, run
+        time and the sampling clock start from zero (cold-start misses of multi-megabyte footprints
+        otherwise dominate short runs)."""
+        self.advance_to(np.iinfo(np.int64).max, program_limit=int(instructions))
+        self._base = None
+        self._base = self.counters()
+        self._base_stack = self.core.cycle_stack()
+        self.origin = self.core.cycles
+        return self
 
     def run(self) -> "Machine":
         """Run the whole program."""
@@ -122,22 +142,32 @@ class Machine:
 
     # ------------------------------------------------------------------ results
     def counters(self) -> dict[str, int]:
-        """Cumulative counters: the core's generic counters and the memory hierarchy's, flattened
-        (``L2.misses``, ``DTLB.walks``, ``memory.reads``)."""
+        """Counters of the measured run (cumulative since the warm-up, if any): the core's generic
+        counters and the memory hierarchy's, flattened (``L2.misses``, ``DTLB.walks``, ``memory.reads``)."""
         c = self.core.counters(memory=True)
         mem = c.pop("memory")
         out = dict(c)
         out.update(flatten({**mem["levels"], **mem["tlbs"], "memory": mem["memory"]}))
         out["os_instructions"] = self.os_instructions
         out["os_ticks"] = self.os_ticks
+        if self._base is not None:
+            out = {k: (v - self._base.get(k, 0) if isinstance(v, int) else v) for k, v in out.items()}
+            for k in out:
+                if k.endswith(".miss_ratio"):          # the one non-additive entry: recomputed
+                    level = k[:-len(".miss_ratio")]
+                    acc = out.get(f"{level}.accesses", 0)
+                    out[k] = out.get(f"{level}.misses", 0) / acc if acc else 0.0
         return out
 
     def cpi_stack(self) -> dict[str, float]:
-        return self.core.cpi_stack()
+        """CPI per cause of the measured run; sums to its CPI."""
+        stack = {k: v - self._base_stack.get(k, 0) for k, v in self.core.cycle_stack().items()}
+        n = self.core.instructions - (self._base or {}).get("instructions", 0)
+        return {k: (v / n if n else 0.0) for k, v in stack.items()}
 
     def seconds(self) -> float:
-        """Simulated run time."""
-        return self.core.cycles / self.clock_hz
+        """Simulated run time (after any warm-up)."""
+        return self.cycles / self.clock_hz
 
     def instructions_per_second(self) -> float:
         """Simulated instructions (program and OS) per host second."""

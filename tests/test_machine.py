@@ -64,3 +64,25 @@ def test_sampling_intervals_shorter_than_a_handler_still_see_cycles(nehalem):
     # an interval is ~1 us of a 2.67 GHz clock (the last instruction may retire a little beyond its end)
     assert np.median(cycles) == pytest.approx(nehalem.clock_ghz * 1e3, rel=0.2)
     assert m.os_ticks > 5
+
+
+def test_warm_up_counts_only_the_measured_run(nehalem):
+    cold = _run(nehalem, noise=None, n=N, workload="456.hmmer")          # a cache-resident program
+    m = Machine(nehalem, load_workload("456.hmmer"), 2 * N, seed=1, noise=None).warm_up(N)
+    assert m.cycles == 0 and m.counters()["instructions"] == 0 and m.counters()["L1D.misses"] == 0
+    m.run()
+    c = m.counters()
+    assert c["instructions"] == N and m.program_retired == 2 * N
+    assert sum(m.cpi_stack().values()) == pytest.approx(c["cycles"] / N, rel=1e-9)
+    assert m.seconds() == pytest.approx(c["cycles"] / (nehalem.clock_ghz * 1e9))
+    assert 0.0 <= c["L1D.miss_ratio"] == pytest.approx(c["L1D.misses"] / c["L1D.accesses"])
+    # warm caches and TLBs: far fewer memory reads than the same number of instructions from cold
+    assert c["memory.reads"] < 0.5 * cold.counters()["memory.reads"]
+
+
+def test_sampling_clock_starts_after_the_warm_up(nehalem):
+    m = Machine(nehalem, load_workload("464.h264ref"), 300_000, seed=1, noise=None).warm_up(150_000)
+    rows = sample(m, Sampling(1e-6, 2e-6, 1e-6))
+    assert rows[0]["t_start"] == pytest.approx(1e-6)
+    assert sum(r["instructions"] for r in rows) < 150_000
+    assert all(r["cycles"] > 0 for r in rows)

@@ -31,6 +31,7 @@ def reduced(tmp_path_factory):
     text = SHIPPED.read_text()
     text = re.sub(r"workloads = \[.*?\]\n", 'workloads = ["429.mcf", "445.gobmk"]\n', text, flags=re.S)
     text = re.sub(r"instructions = [0-9_]+", "instructions = 400_000", text)
+    text = re.sub(r"warmup = [0-9_]+", "warmup = 200_000", text)
     scenario = tmp / "xeon.toml"
     scenario.write_text(text)
     out = tmp / "out"

@@ -135,14 +135,17 @@ class Core:
         self._cause_index["data_memory"] = V.CS_DATA0 + len(names)
 
     # ------------------------------------------------------------------ running
-    def run(self, block: InstrBlock, until_cycle: int | None = None, start: int = 0) -> int:
-        """Simulate ``block[start:]`` in program order; returns how many instructions were consumed.
+    def run(self, block: InstrBlock, until_cycle: int | None = None, start: int = 0, stop: int | None = None) -> int:
+        """Simulate ``block[start:stop]`` in program order; returns how many instructions were consumed.
 
         With ``until_cycle``, stops after the first instruction that retires at or after that cycle
         (so ``counters()["cycles"] > until_cycle`` then); resume with ``run(block, start=start + n)``."""
         n = len(block)
         if start < 0 or start > n:
             raise ValueError(f"start {start} outside the block of {n} instructions")
+        end = n if stop is None else int(stop)
+        if end < start or end > n:
+            raise ValueError(f"stop {stop} outside [{start}, {n}]")
         for name, dtype in FIELDS:
             a = getattr(block, name)
             if a.dtype != np.dtype(dtype) or len(a) != n or not a.flags.c_contiguous:
@@ -151,7 +154,7 @@ class Core:
         until = -1 if until_cycle is None else int(until_cycle)
         t0 = time.perf_counter()
         done = TM.simulate(self.cfg, self.lat, *self.state, *self.predictor_state, self.CT, self.CS,
-                           tuple(self.memory.state), *block.arrays(), start, n, until)
+                           tuple(self.memory.state), *block.arrays(), start, end, until)
         dt = time.perf_counter() - t0
         self.simulation_seconds += dt
         return int(done)
