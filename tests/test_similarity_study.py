@@ -27,7 +27,7 @@ runner = CliRunner()
 def tiny_doc(**similarity) -> dict:
     doc = tomllib.loads(SHIPPED.read_text())
     doc["workloads"] = TINY_WORKLOADS
-    doc["simulate"].update(instructions=400_000, time_scale=2e-6)
+    doc["simulate"].update(instructions=400_000, warmup=100_000, time_scale=2e-6)
     doc["similarity"].update(similarity)
     return doc
 
