@@ -36,8 +36,7 @@ PARENTS = ("462.libquantum", "456.hmmer", "401.bzip2", "445.gobmk")
 CURRENT, CANDIDATE = "harpertown", "nehalem"
 SEED = 20110503
 # quick: 2 families x 2 variants of 600k instructions; full: 4 x 4 of 3M; plus one held-out variant per
-# family.  The sampling interval must stay well above the OS timer handler's length (a few thousand cycles,
-# run without interruption), else an interval can see no cycles: s_i >= 6 us (13,000+ cycles).
+# family.
 SIZES = {True: dict(parents=2, variants=2, instructions=600_000, time_scale=2e-6),
          False: dict(parents=4, variants=4, instructions=3_000_000, time_scale=5e-6)}
 BIAS_DEFAULT = 0.99           # simulator.workload.Branches.bias
