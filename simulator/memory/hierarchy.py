@@ -61,6 +61,7 @@ class MemoryHierarchy:
         self.seed = int(seed)
         self.level_names = _depth_order(platform)
         self.tlb_names = list(platform.tlbs)
+        self._engine_words: list[tuple[int, int]] = []     # (state offset, engines) of levels with engines
         self.state = self._build()
         self.simulation_seconds = 0.0
         self.accesses = 0
@@ -121,6 +122,7 @@ class MemoryHierarchy:
             C[i, L.C_PF_ENGINES] = c.prefetch_engines
             if c.prefetch_engines:
                 C[i, L.C_PF_BUSY0] = region(c.prefetch_engines)     # busy-until times, 0: free from the start
+                self._engine_words.append((int(C[i, L.C_PF_BUSY0]), c.prefetch_engines))
             # every level above this one (transitively), for back-invalidation by inclusive levels
             ups: list[int] = []
             frontier = [name]
@@ -220,6 +222,10 @@ class MemoryHierarchy:
                 progress(stop - start)
         self.simulation_seconds += time.perf_counter() - t0
         self.accesses += total
+        # the trace's prefetches have completed: engines free for whatever runs next on this hierarchy
+        # (a core counts its own cycles; busy-until times of the trace's clock would mean nothing to it)
+        for at, n in self._engine_words:
+            self.state.S[at:at + n] = 0
         return self
 
     # ------------------------------------------------------------------ results
