@@ -132,6 +132,32 @@ def _bump_room(H, need):
     return True
 
 
+@njit(cache=True, inline="always")
+def _place(H, need, payload, nref):
+    """Take ``need`` bytes at the bump pointer for a new object (the caller made room): a free object id,
+    its record (address, size, payload, reference fields), reference fields nulled.  Returns
+    ``(addr, oid, reference fields)``."""
+    S = H.S
+    addr = S[S_BP]
+    S[S_BP] = addr + need
+    if S[S_NIDFREE] > 0:
+        S[S_NIDFREE] -= 1
+        oid = H.id_free[S[S_NIDFREE]]
+    else:
+        oid = S[S_NIDS]
+        S[S_NIDS] += 1
+    nf = min(nref, payload // 4)
+    H.gmap[addr >> 3] = oid
+    H.o_addr[oid] = addr
+    H.o_size[oid] = need
+    H.o_payload[oid] = payload
+    H.o_nref[oid] = nf
+    base = (addr + S[S_HDR]) >> 2
+    for k in range(nf):
+        H.mem[base + k] = 0
+    return addr, oid, nf
+
+
 @njit(cache=True)
 def alloc_batch(H, payload, nref, cstart, death, immortal, u_attach, u_cross, cross_p, out_addr, start, stop):
     """Allocate objects ``start .. stop-1`` of an allocation stream (their heap offsets go to
@@ -140,7 +166,6 @@ def alloc_batch(H, payload, nref, cstart, death, immortal, u_attach, u_cross, cr
     A_GROW_ROOTS (the root table is full)."""
     S = H.S
     hdr = S[S_HDR]
-    gmap = H.gmap
     mem = H.mem
     for i in range(start, stop):
         p = np.int64(payload[i])
@@ -152,24 +177,9 @@ def alloc_batch(H, payload, nref, cstart, death, immortal, u_attach, u_cross, cr
         starts = cstart[i] != 0
         if (starts or S[S_NOPEN] == 0) and S[S_NRFREE] == 0 and S[S_NROOTS] >= len(H.r_addr):
             return i, A_GROW_ROOTS
-        addr = S[S_BP]
+        addr, oid, nf = _place(H, need, p, np.int64(nref[i]))
         out_addr[i] = addr
-        S[S_BP] = addr + need
-        if S[S_NIDFREE] > 0:
-            S[S_NIDFREE] -= 1
-            oid = H.id_free[S[S_NIDFREE]]
-        else:
-            oid = S[S_NIDS]
-            S[S_NIDS] += 1
-        nf = min(np.int64(nref[i]), p // 4)
-        gmap[addr >> 3] = oid
-        H.o_addr[oid] = addr
-        H.o_size[oid] = need
-        H.o_payload[oid] = p
-        H.o_nref[oid] = nf
         base = (addr + hdr) >> 2
-        for k in range(nf):
-            mem[base + k] = 0
         # place the object in its cluster's graph
         if starts:
             S[S_CDEATH] = death[i]
@@ -254,23 +264,7 @@ def alloc_raw(H, payload, nref):
     need = object_bytes(hdr, np.int64(payload))
     if not _bump_room(H, need):
         return -1
-    addr = S[S_BP]
-    S[S_BP] = addr + need
-    if S[S_NIDFREE] > 0:
-        S[S_NIDFREE] -= 1
-        oid = H.id_free[S[S_NIDFREE]]
-    else:
-        oid = S[S_NIDS]
-        S[S_NIDS] += 1
-    nf = min(np.int64(nref), np.int64(payload) // 4)
-    H.gmap[addr >> 3] = oid
-    H.o_addr[oid] = addr
-    H.o_size[oid] = need
-    H.o_payload[oid] = payload
-    H.o_nref[oid] = nf
-    base = (addr + hdr) >> 2
-    for k in range(nf):
-        H.mem[base + k] = 0
+    addr, _, _ = _place(H, need, np.int64(payload), np.int64(nref))
     S[S_CLOCK] += need
     S[S_NALLOC] += 1
     S[S_OBJS] += 1
