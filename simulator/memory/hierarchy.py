@@ -200,7 +200,8 @@ class MemoryHierarchy:
         """Run trace arrays (uint64 addresses, sizes, kinds 0=I 1=L 2=S 3=M) through the hierarchy.
 
         Time, for the prefetch engines: a trace carries none, so the k-th record run through this
-        hierarchy (counting earlier calls) is at cycle k x ``cycles_per_record``.  The default spaces
+        hierarchy (counting earlier calls: each call continues the last one's timeline) is at cycle
+        k x ``cycles_per_record``.  The default spaces
         records by the memory latency, as a blocking in-order core that waits for each access would at
         worst: an engine taken by one record is free by the next, so only prefetches beyond the engines
         within one record are dropped (the core model gives real cycles instead).  ``1`` packs one
@@ -217,15 +218,18 @@ class MemoryHierarchy:
         t0 = time.perf_counter()
         for start in range(0, total, chunk):
             stop = min(total, start + chunk)
-            K.run_trace(*self.state, addrs, sizes, kinds, start, stop, self.accesses, spacing)
+            K.run_trace(*self.state, addrs, sizes, kinds, start, stop, 0, spacing)
             if progress is not None:
                 progress(stop - start)
         self.simulation_seconds += time.perf_counter() - t0
         self.accesses += total
-        # the trace's prefetches have completed: engines free for whatever runs next on this hierarchy
-        # (a core counts its own cycles; busy-until times of the trace's clock would mean nothing to it)
+        # this call's clock ran from 0 to total x spacing: express the engines' busy-until times from the
+        # call's end, so a further trace call (its clock from 0 again) continues the same timeline and a
+        # core that runs next (its own cycles) finds them busy only for what is left
+        end = total * spacing
         for at, n in self._engine_words:
-            self.state.S[at:at + n] = 0
+            words = self.state.S[at:at + n]
+            np.maximum(words - end, 0, out=words)
         return self
 
     # ------------------------------------------------------------------ results
