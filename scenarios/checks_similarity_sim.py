@@ -35,10 +35,10 @@ ARI_GOAL = 0.9
 PARENTS = ("462.libquantum", "456.hmmer", "401.bzip2", "445.gobmk")
 CURRENT, CANDIDATE = "harpertown", "nehalem"
 SEED = 20110503
-# quick: 2 families x 2 variants of 600k instructions; full: 4 x 4 of 3M; plus one held-out variant per
+# quick: 2 families x 2 variants of 600k instructions; full: 4 x 4 of 6M; plus one held-out variant per
 # family.
 SIZES = {True: dict(parents=2, variants=2, instructions=600_000, time_scale=2e-6),
-         False: dict(parents=4, variants=4, instructions=3_000_000, time_scale=5e-6)}
+         False: dict(parents=4, variants=4, instructions=6_000_000, time_scale=1e-6)}   # 200+ intervals
 BIAS_DEFAULT = 0.99           # simulator.workload.Branches.bias
 PERTURBATION = 0.02          # relative scale of the parameter perturbations (log-normal factors, sd)
 
