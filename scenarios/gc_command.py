@@ -70,7 +70,7 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
 def write_outputs(out: Path, doc: dict, log: pd.DataFrame, hist: pd.DataFrame, result) -> None:
     from scenarios.manifest import build_manifest
     from scenarios.output import ResultsWriter
-    from scenarios.report import Report
+    from scenarios.report import Report, figure_png
 
     manifest = build_manifest(scenario=None, study="gc", seed=doc["seed"],
                               parameters={k: doc[k] for k in ("workload", "platform", "collector", "heap_mb", "scale",
@@ -82,8 +82,9 @@ def write_outputs(out: Path, doc: dict, log: pd.DataFrame, hist: pd.DataFrame, r
     s = doc["summary"]
     rep.heading("Summary")
     rep.table(pd.DataFrame([(k, v) for k, v in s.items()], columns=["figure", "value"]))
-    if len(log):
-        rep.figure(pause_figure(log), "Pause time and heap occupancy after each collection")
+    pauses = figure_png(pause_figure(log)) if len(log) else None       # rendered once: report and file
+    if pauses is not None:
+        rep.figure(pauses, "Pause time and heap occupancy after each collection")
     rep.heading("GC log")
     rep.table(log)
     rep.provenance(manifest)
@@ -93,8 +94,8 @@ def write_outputs(out: Path, doc: dict, log: pd.DataFrame, hist: pd.DataFrame, r
         w.table("gc_live_spacing", gc_live_spacing(result))
         w.json("results.json", {k: v for k, v in doc.items() if k != "gc_log"})
         w.json("manifest.json", manifest)
-        if len(log):
-            w.figure("pauses", pause_figure(log))
+        if pauses is not None:
+            w.figure("pauses", pauses)
         w.text("report.html", rep.html())
 
 

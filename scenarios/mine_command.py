@@ -79,7 +79,7 @@ def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, h
     """Parquet tables, results.json, figures, report.html and manifest.json, atomically."""
     from scenarios.manifest import build_manifest
     from scenarios.output import ResultsWriter
-    from scenarios.report import Report
+    from scenarios.report import Report, figure_png
 
     params = dict(results.parameters)
     manifest = build_manifest(scenario=None, study="flowgsp", seed=None, parameters=params,
@@ -92,8 +92,8 @@ def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, h
         w.table("sequences", results.table())
         w.table("generations", results.generations_table())
         w.json("results.json", {**results.to_dict(), "parameters": params, "graph": dict(results.graph)})
-        fig_s = results.plot_supports()
-        fig_g = results.plot_generations()
+        fig_s = figure_png(results.plot_supports())          # rendered once: report and file
+        fig_g = figure_png(results.plot_generations())
         rep = Report(f"FlowGSP: {Path(profile).name}")
         rep.heading("Run")
         rep.table(summary.frames()["parameters"])
@@ -107,7 +107,7 @@ def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, h
         rep.table(summary.generations)
         rep.figure(fig_g, "Candidates, kept sequences and seconds per generation")
         rep.provenance(manifest)
-        w.figure("supports", results.plot_supports())
-        w.figure("generations", results.plot_generations())
+        w.figure("supports", fig_s)
+        w.figure("generations", fig_g)
         w.text("report.html", rep.html())
         w.json("manifest.json", manifest)

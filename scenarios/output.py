@@ -165,10 +165,7 @@ class ResultsWriter:
         self.text("report.html", report.html())
 
     def figure(self, name: str, fig) -> Path:
-        """Write a matplotlib figure as ``name.png`` and close it."""
-        import matplotlib.pyplot as plt
+        """Write a matplotlib figure (closed afterwards) or PNG bytes already rendered as ``name.png``."""
+        from scenarios.report import figure_png
 
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        return self.bytes(f"{name}.png", buf.getvalue())
+        return self.bytes(f"{name}.png", fig if isinstance(fig, (bytes, bytearray)) else figure_png(fig))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import time
 import warnings
 from pathlib import Path
@@ -15,7 +14,7 @@ from models.regression import ModelInputWarning, RegressionResults, RegressionSt
 from scenarios.manifest import build_manifest
 from scenarios.output import ResultsWriter
 from scenarios.progress import status
-from scenarios.report import Report
+from scenarios.report import Report, figure_png
 
 
 def split_list(text: str | None) -> list[str] | None:
@@ -92,15 +91,16 @@ def regression_tables(res: RegressionResults) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def regression_figures(res: RegressionResults) -> dict[str, object]:
-    """Figures 1-4 (and residual plots of the other models), by file stem."""
+def regression_figures(res: RegressionResults) -> dict[str, bytes]:
+    """Figures 1-4 (and residual plots of the other models) as PNG bytes, by file stem (rendered once:
+    the report embeds them and the writer saves them)."""
     pruned = res.pruned_name or list(res.models)[-1]
     figs = {"fig1_varclus": res.plot_varclus(), "fig2_spearman2": res.plot_spearman2(),
             "fig3_coefficients": res.plot_coefficients(pruned), "fig4_residuals": res.plot_residuals(pruned)}
     for name in res.models:
         if name != pruned:
             figs[f"residuals_{name}"] = res.plot_residuals(name)
-    return figs
+    return {name: figure_png(fig) for name, fig in figs.items()}
 
 
 def write_outputs(res: RegressionResults, doc: dict, out: Path, data: Path, seconds: float) -> None:
@@ -120,7 +120,7 @@ def write_outputs(res: RegressionResults, doc: dict, out: Path, data: Path, seco
 
 def report_sections(rep: Report, res: RegressionResults, figs: dict, title: str = "") -> Report:
     """Add the regression sections (Table IV, Figures 1-4, VIFs, pruning) to ``rep``; ``title`` prefixes
-    the headings (e.g. a variant name).  ``figs`` comes from :func:`regression_figures` and is not closed."""
+    the headings (e.g. a variant name).  ``figs`` comes from :func:`regression_figures` (PNG bytes)."""
     pre = f"{title}: " if title else ""
     pruned = res.pruned_name or list(res.models)[-1]
     f_tests = pd.DataFrame([t.to_dict() for t in res.f_tests])
@@ -143,18 +143,18 @@ def report_sections(rep: Report, res: RegressionResults, figs: dict, title: str 
     if len(f_tests):
         rep.table(f_tests, caption="F-tests (Eq. 7)")
     rep.heading(pre + "Figure 1: predictor clustering")
-    rep.figure(_png(figs, "fig1_varclus"), "Complete-linkage clustering on squared Spearman ρ (Hmisc varclus)")
+    rep.figure(figs["fig1_varclus"], "Complete-linkage clustering on squared Spearman ρ (Hmisc varclus)")
     rep.heading(pre + "Figure 2: strength of marginal relationships")
-    rep.figure(_png(figs, "fig2_spearman2"),
+    rep.figure(figs["fig2_spearman2"],
                "Adjusted ρ² of rank(response) on rank(x) and rank(x)² (Hmisc spearman2)")
     rep.table(res.spearman2, caption="spearman2")
     rep.heading(pre + "Multicollinearity")
     rep.table(res.vif_table("I"), caption="Variance inflation factors, I-order model")
     rep.heading(pre + f"Figure 3: {res.model(pruned).label} model")
     rep.table(res.coefficient_table(pruned), caption="Coefficients (per standard deviation of each predictor)")
-    rep.figure(_png(figs, "fig3_coefficients"), "Estimates with 95% intervals")
+    rep.figure(figs["fig3_coefficients"], "Estimates with 95% intervals")
     rep.heading(pre + "Figure 4: residuals")
-    rep.figure(_png(figs, "fig4_residuals"), f"Residuals vs fitted, {res.model(pruned).label} model")
+    rep.figure(figs["fig4_residuals"], f"Residuals vs fitted, {res.model(pruned).label} model")
     if res.stepwise is not None:
         rep.heading(pre + "Pruning")
         rep.paragraph(f"{res.model(res.pruned_from).n_terms} → {res.model(pruned).n_terms} terms in "
@@ -162,9 +162,3 @@ def report_sections(rep: Report, res: RegressionResults, figs: dict, title: str 
                       f"{', '.join(res.kept_interactions) or 'none'}.")
     return rep
 
-
-def _png(figs: dict, name: str) -> bytes:
-    """PNG bytes of a figure without closing it (the writer saves and closes it afterwards)."""
-    buf = io.BytesIO()
-    figs[name].savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return buf.getvalue()
