@@ -58,11 +58,11 @@ class Machine:
             self.handler = None
             self.tick_period = 0
             self.next_tick = -1
-        self.os_block: InstrBlock | None = None      # the timer handler in progress
+        self.os_block: InstrBlock | None = None      # the timer handler in progress, and its position
+        self.os_pos = 0
         self.origin = 0                               # core cycle where the measured run starts
         self._base: dict[str, int] | None = None      # counters at the end of the warm-up
         self._base_stack: dict[str, int] = {}
-        self.os_pos = 0
         self.host_seconds = 0.0
 
     # ------------------------------------------------------------------ running
@@ -100,7 +100,7 @@ class Machine:
         """Run until the measured run reaches ``cycle`` (or the program ends, or ``program_limit`` program
         instructions have retired); False once the program has ended before reaching it."""
         t0 = time.perf_counter()
-        target = cycle + self.origin if cycle < np.iinfo(np.int64).max - self.origin else cycle
+        target = min(cycle + self.origin, np.iinfo(np.int64).max)      # (Python ints: no overflow here)
         try:
             while self.core.cycles < target and not self.finished and \
                     (program_limit is None or self.program_retired < program_limit):
@@ -129,7 +129,7 @@ class Machine:
         time and the sampling clock start from zero (cold-start misses of multi-megabyte footprints
         otherwise dominate short runs)."""
         self.advance_to(np.iinfo(np.int64).max, program_limit=int(instructions))
-        self._base = None
+        self._base = None                             # counters() below: raw, since the start
         self._base = self.counters()
         self._base_stack = self.core.cycle_stack()
         self.origin = self.core.cycles
