@@ -52,6 +52,27 @@ def _grow(a):
     return b
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _matched(t, m, base, cnt, comp, node_cand, node_internal, done_level, done_epoch, epoch, sf, sw, mf, mw,
+             lastc):
+    """Trie node ``t`` is matched by the walk ending at position ``m``: its candidate (if any) gains the
+    walk's supports once per walk, and an internal node joins level ``m``'s list to be extended.
+    Returns the (possibly grown) list and its new count."""
+    c = node_cand[t]
+    if c >= 0 and not (done_level[c] <= m and done_epoch[c] == epoch[done_level[c]]):
+        sf[c] += mf[m]
+        sw[c] += mw[m]
+        done_level[c] = m
+        done_epoch[c] = epoch[m]
+    if node_internal[t]:
+        if base + cnt == len(comp):
+            comp = _grow(comp)
+        comp[base + cnt] = t
+        cnt += 1
+        lastc[m] = m
+    return comp, cnt
+
+
 @njit(cache=True, nogil=True)
 def count_supports(indptr, indices, edge_f, vertex_w, vertex_sf, attr_words, vattr_ptr, vattr_ids,
                    node_parent, node_words, node_cand, node_internal, child_ptr, child_min, child_ids,
@@ -143,18 +164,8 @@ def count_supports(indptr, indices, edge_f, vertex_w, vertex_sf, attr_words, vat
                             found[ww] |= attr_words[y, ww] & node_words[t, ww]
                     if not tight:
                         continue
-                    c = node_cand[t]
-                    if c >= 0 and not (done_level[c] <= m and done_epoch[c] == epoch[done_level[c]]):
-                        sf[c] += mf[m]
-                        sw[c] += mw[m]
-                        done_level[c] = m
-                        done_epoch[c] = epoch[m]
-                    if node_internal[t]:
-                        if base + cnt == len(comp):
-                            comp = _grow(comp)
-                        comp[base + cnt] = t
-                        cnt += 1
-                        lastc[m] = m
+                    comp, cnt = _matched(t, m, base, cnt, comp, node_cand, node_internal, done_level, done_epoch,
+                                         epoch, sf, sw, mf, mw, lastc)
             # children of parents that completed in [m - w - g - 1, m - 1]
             if m > 0 and prev_last >= m - window - gap - 1:
                 stamp += 1
@@ -194,18 +205,8 @@ def count_supports(indptr, indices, edge_f, vertex_w, vertex_sf, attr_words, vat
                                     if not _subset(node_words, t, U, jU):
                                         continue
                                     cstamp[t] = cst
-                                    c = node_cand[t]
-                                    if c >= 0 and not (done_level[c] <= m and done_epoch[c] == epoch[done_level[c]]):
-                                        sf[c] += mf[m]
-                                        sw[c] += mw[m]
-                                        done_level[c] = m
-                                        done_epoch[c] = epoch[m]
-                                    if node_internal[t]:
-                                        if base + cnt == len(comp):
-                                            comp = _grow(comp)
-                                        comp[base + cnt] = t
-                                        cnt += 1
-                                        lastc[m] = m
+                                    comp, cnt = _matched(t, m, base, cnt, comp, node_cand, node_internal, done_level,
+                                                         done_epoch, epoch, sf, sw, mf, mw, lastc)
             comp_n[m] = cnt
             alive = (lastc[m] >= m - window - gap) or (m < window and npend > 0)
             if alive and m + 1 < L:
