@@ -12,7 +12,7 @@ import pandas as pd
 from models.regression import RegressionResults, fit_ols
 from models.regression.ols import f_test
 from scenarios.regress_command import regression_figures, regression_tables, report_sections
-from scenarios.regression_study import SEED_TABLE_IV, RegressionSpec, is_tlb_cache
+from scenarios.regression_study import SEED_MEASUREMENT_CI95_PCT, SEED_TABLE_IV, RegressionSpec, is_tlb_cache
 
 MODELS = ("I", "II", "II_pruned")
 
@@ -30,6 +30,19 @@ def tlb_cache_block(res: RegressionResults) -> dict[str, Any]:
     reduced = fit_ols(X[:, keep], full.ols.y, tuple(names[i] for i in keep))
     t = f_test(reduced, full.ols, "II without TLBxcache", "II", res.settings["alpha"])
     return {"terms": len(block), "f": t.F, "p": t.p, "r2_drop": float(full.ols.r2 - reduced.r2)}
+
+
+def measurement_ci95_pct(totals: pd.DataFrame, response: str) -> pd.Series:
+    """Per variant, the measurement error interval of seed 000 §III-A: the half-width of the Student-t 95%
+    interval of the response's mean over a configuration's replicates, in % of that mean, averaged over
+    the configurations.  NaN for a variant with a single replicate."""
+    from scipy import stats
+
+    g = totals.groupby(["variant", "workload", "heap_factor"], sort=False)[response]
+    n, mean, sd = g.count(), g.mean(), g.std(ddof=1)
+    t = stats.t.ppf(0.975, np.maximum(n - 1, 1))
+    half = pd.Series(np.where(n > 1, t * sd / np.sqrt(n) / mean * 100.0, np.nan), index=mean.index)
+    return half.groupby(level="variant", sort=False).mean()
 
 
 def variant_doc(res: RegressionResults) -> dict[str, Any]:
@@ -130,6 +143,9 @@ def build_output(spec: RegressionSpec, scenario, totals: pd.DataFrame, gc: pd.Da
                  fits: dict[str, RegressionResults], rates: dict) -> dict[str, Any]:
     """The keyword arguments of :class:`scenarios.studies.StudyOutput`."""
     docs = {v: variant_doc(res) for v, res in fits.items()}
+    measured = measurement_ci95_pct(totals, spec.response)
+    for v, d in docs.items():
+        d["measurement_ci95_pct"] = float(measured.get(v, np.nan))
     t4 = table_iv_comparison(fits)
     inter = interaction_table(fits)
     tables: dict[str, pd.DataFrame] = {"totals": totals, "java_runs": gc, "table_iv": t4, "interactions": inter}
@@ -146,7 +162,7 @@ def build_output(spec: RegressionSpec, scenario, totals: pd.DataFrame, gc: pd.Da
             figures[f"{variant}_{name}"] = (fig, f"{variant}: {name}")
     verdict = verdict_text(docs)
     results = {"variants": docs,
-               "seed_table_iv": SEED_TABLE_IV,
+               "seed_table_iv": SEED_TABLE_IV, "seed_measurement_ci95_pct": SEED_MEASUREMENT_CI95_PCT,
                "interaction_comparison": comparison_doc(fits, docs),
                "tlb_cache_verdict": verdict,
                "design": {"workloads": list(scenario.workloads), "heap_factors": spec.heap_factors,
@@ -169,9 +185,15 @@ def fill_report(rep, spec, scenario, totals, gc, fits, figs_by_variant, t4, inte
         f"configuration is a Java run on the platform: {spec.instructions:,} mutator instructions interleaved with "
         f"allocation stores and {spec.collector} collections decided by the heap simulator (heaps and allocation "
         f"volumes × {spec.heap_scale:g}, {spec.instructions_per_unit:g} mutator instructions per bytecode unit), "
-        f"under OS timer noise, with the events counted in {spec.pmu} PMU mode "
+        f"{'under OS timer noise' if spec.os_noise else 'without OS timer noise'}, "
+        f"{'every run reading the same input' if spec.same_input else 'each run drawing its own input'}, "
+        f"with the events counted in {spec.pmu} PMU mode "
         f"({int(rates['simulated_runs'])} simulated runs for {int(rates['configurations'])} configurations). "
-        f"Response {spec.response}; excluded pairs {', '.join(spec.exclude) or 'none'}.")
+        f"Response {spec.response}; excluded pairs {', '.join(spec.exclude) or 'none'}; redundant predictors "
+        f"{'dropped at Spearman ρ² ≥ %g' % spec.redundancy_cut if spec.redundancy_cut else 'kept'}.")
+    rep.paragraph("Measurement error (seed 000 §III-A: the 95% interval of a configuration's mean over its "
+                  f"replicates, averaged over configurations): seed ±{SEED_MEASUREMENT_CI95_PCT:g}%; whatif "
+                  + ", ".join(f"{v} ±{d['measurement_ci95_pct']:.2f}%" for v, d in docs.items()) + ".")
     rep.heading("Table IV: whatif next to seed 000")
     rep.table(t4, caption="Seed: R² and prediction error ± the seed's interval (its ± matches the per-prediction "
                           "spread95 column); whatif: cv_error_ci95 is the Student-t interval over folds",

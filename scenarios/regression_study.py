@@ -7,9 +7,15 @@ allocation stores and mark-sweep collections decided by the heap simulator, unde
 counts every platform PMU event.  In ``physical`` PMU mode the events are spread over several runs
 (six counters on the 7447A, ``cycles`` in each: four runs for the 19 events), each a separate
 simulated run with its own run-to-run variation (page placement, timer phase), merged into one
-counter-totals row (contract 1) per configuration and replicate.  The regression engine
+counter-totals row (contract 1) per configuration and replicate.  With ``same_input`` (default) every
+run of a benchmark reads the same input, as every run of SPECjvm98 ``-s100`` does: the program's
+data-dependent choices (branch outcomes, random addresses, call targets) are the same in each run, and
+only page placement and the timer vary.  Without it each run draws its own choices, as if each read
+a different input; on 300,000-instruction windows that alone spreads six runs of one db configuration
+from 1.10 M to 1.84 M cycles (the same runs with one input: 1.37 M to 1.42 M), which buries the event-to-cycles relationship the study is about.  The regression engine
 (:mod:`models.regression`) then fits, per variant, the I-order, II-order and BIC-pruned II-order
-models of ``cycles`` on the 18 other events with 10-fold cross-validation.
+models of ``cycles`` on the other events (``predictors``, after dropping redundant ones at
+``redundancy_cut``, seed 000 §IV-A) with 10-fold cross-validation.
 
 Scale (``[regression]`` keys, documented in the shipped scenario): ``instructions`` mutator
 instructions per run; heaps and the allocation stream's volumes scaled by ``heap_scale`` (object
@@ -53,6 +59,7 @@ SEED_EXCLUDE = ["l2_imiss*l2_dmiss", "dl1_miss*l2_imiss"]      # seed 000 §IV-B
 SEED_TABLE_IV = {"I": {"r2": 0.907, "cv_error_pct": 12.02, "cv_error_spread": 32.34},
                  "II": {"r2": 0.992, "cv_error_pct": 2.89, "cv_error_spread": 11.27},
                  "II_pruned": {"r2": 0.992, "cv_error_pct": 2.91, "cv_error_spread": 11.25}}
+SEED_MEASUREMENT_CI95_PCT = 1.53    # seed 000 §III-A: 95% interval of a configuration's five replicates
 TLB_EVENTS = ("dtlb_miss", "itlb_miss")
 CACHE_EVENTS = ("il1_miss", "dl1_miss", "l2_hits", "l2_miss", "l2_dmiss", "l2_imiss")
 KB = 1024
@@ -68,6 +75,7 @@ class RegressionSpec(BaseModel):
     collector: str = "mark-sweep"
     pmu: Literal["ideal", "physical"] = "physical"
     os_noise: bool = True
+    same_input: bool = True                                  # every run reads the benchmark's one input
     response: str = "cycles"
     predictors: list[str] | None = None                        # default: every other platform event
     exclude: list[str] = Field(default_factory=lambda: list(SEED_EXCLUDE))
@@ -75,6 +83,7 @@ class RegressionSpec(BaseModel):
     prune: Literal["bic", "none"] = "bic"
     bic: Literal["seed", "conventional"] = "seed"
     hierarchy: bool = True
+    redundancy_cut: float | None = Field(default=None, gt=0, le=1)   # Spearman rho^2 (seed 000 §IV-A)
     folds: int = Field(default=10, ge=2)
     cv_seed: int | None = Field(default=None, ge=0)          # default: the scenario's seed
     workers: int | None = Field(default=None, ge=1)          # local processes; default: every core
@@ -111,6 +120,7 @@ def run_configuration(item: dict, shared: dict, progress=None) -> dict:
         m = JavaMachine(platform, item["workload"], behaviour, heap_bytes=item["heap_bytes"],
                         instructions=shared["instructions"], instructions_per_unit=shared["instructions_per_unit"],
                         seed=shared["binary_seed"], run_seed=int(seeds[i].generate_state(1)[0]),
+                        input_seed=shared["binary_seed"] if shared["same_input"] else None,
                         noise=TimerNoise() if shared["os_noise"] else None, collector=shared["collector"],
                         alloc_scale=shared["heap_scale"])
         m.run()
@@ -139,7 +149,7 @@ class RegressionStudyKind:
         items = self._items(ctx, spec)
         shared = {"instructions": spec.instructions, "instructions_per_unit": spec.instructions_per_unit,
                   "heap_scale": spec.heap_scale, "collector": spec.collector, "pmu": spec.pmu,
-                  "os_noise": spec.os_noise, "binary_seed": int(ctx.scenario.seed)}
+                  "os_noise": spec.os_noise, "same_input": spec.same_input, "binary_seed": int(ctx.scenario.seed)}
         compile_kernels(ctx.progress)
         workers = spec.workers or _cores()
         started = time.perf_counter()
@@ -238,7 +248,8 @@ class RegressionStudyKind:
         for variant in dict.fromkeys(totals["variant"]):
             df = totals[totals["variant"] == variant].reset_index(drop=True)
             engine = RegressionStudy(order=spec.order, prune=spec.prune, bic=spec.bic, hierarchy=spec.hierarchy,
-                                     folds=spec.folds, seed=ctx.scenario.seed if spec.cv_seed is None else spec.cv_seed)
+                                     redundancy_cut=spec.redundancy_cut, folds=spec.folds,
+                                     seed=ctx.scenario.seed if spec.cv_seed is None else spec.cv_seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ModelInputWarning)
                 try:

@@ -9,7 +9,8 @@ decides — under the same OS timer noise and run-to-run variation as any other 
 
 Seeds: ``seed`` fixes the binary (the synthesised program) and, unless ``alloc_seed`` says otherwise,
 the program's allocation sequence (a Java program allocates the same objects on every run);
-``run_seed`` fixes what varies between runs (page placement, timer phase, data-dependent choices).
+``run_seed`` fixes what varies between runs (page placement, timer phase, and the data-dependent
+choices unless ``input_seed`` fixes those: see :class:`~simulator.machine.Machine`).
 ``instructions`` counts the mutator's instructions; the run also executes the allocation stores, the
 collections and the OS's timer handler, so its ``instructions`` counter ends higher, the more so the
 smaller the heap.  With ``fast_forward`` (default) the start-up's long-lived data is allocated
@@ -35,9 +36,9 @@ class JavaMachine(Machine):
                  instructions: int, instructions_per_unit: float, seed: int = 0, run_seed: int | None = None,
                  noise: TimerNoise | None = TimerNoise(), collector: str = "mark-sweep", alloc_scale: float = 1.0,
                  alloc_seed: int | None = None, allocation_stores: bool = True, fast_forward: bool = True, predictor: str | None = None,
-                 block_size: int = BLOCK):
+                 block_size: int = BLOCK, input_seed: int | None = None):
         super().__init__(platform, workload, instructions, seed=seed, run_seed=run_seed, noise=noise,
-                         predictor=predictor, block_size=block_size)
+                         predictor=predictor, block_size=block_size, input_seed=input_seed)
         cfg = heap_config(f"java run of {behaviour.name or workload}", collector=collector,
                           heap_bytes=int(heap_bytes))
         self.heap = Heap(cfg)

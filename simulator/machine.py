@@ -9,7 +9,10 @@ kernel's timer handler (:mod:`simulator.osnoise`).  It is cycle driven:
 Seeds: ``seed`` fixes the static program (the binary); ``run_seed`` fixes what
 varies from one run of the same binary to the next on a real machine — the
 physical page placement, the timer phase and the handler's work, and the
-program's data-dependent choices.
+program's data-dependent choices.  ``input_seed`` (default ``run_seed``) takes the data-dependent
+choices (branch outcomes, random addresses, indirect-call targets: what the program's input decides)
+out of ``run_seed``: runs with one ``input_seed`` are runs of one binary on one input, and differ
+only in page placement and the timer, as replicate measurements of a benchmark do.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ BLOCK = 1 << 16
 class Machine:
     def __init__(self, platform: Platform, workload: Any, instructions: int, seed: int = 0,
                  run_seed: int | None = None, noise: TimerNoise | None = TimerNoise(), predictor: str | None = None,
-                 block_size: int = BLOCK):
+                 block_size: int = BLOCK, input_seed: int | None = None):
         from simulator.synth import Synthesizer
 
         run_seed = seed if run_seed is None else run_seed
@@ -42,7 +45,8 @@ class Machine:
         isa = isa_for(platform.isa)
         self.memory = MemoryHierarchy(platform, seed=run_seed)
         self.core = Core(platform, self.memory, seed=run_seed, predictor=predictor)
-        self.synth = Synthesizer(workload, isa, seed=seed, instructions=instructions, run_seed=run_seed)
+        self.synth = Synthesizer(workload, isa, seed=seed, instructions=instructions,
+                                 run_seed=run_seed if input_seed is None else input_seed)
         self.block = InstrBlock.empty(min(block_size, max(1, self.instructions_target)))
         self.pos = len(self.block)           # consumed position in the current block (empty at start)
         self.program_retired = 0             # instructions of the program (not the OS) consumed

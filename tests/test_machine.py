@@ -32,6 +32,26 @@ def test_same_seeds_identical_counters_run_seed_varies_them(nehalem):
     assert c.counters()["instructions"] - c.os_instructions == a.counters()["instructions"] - a.os_instructions
 
 
+def test_input_seed_fixes_the_program_choices_run_seed_the_rest(nehalem):
+    def machine(run_seed, input_seed):
+        return Machine(nehalem, load_workload("429.mcf"), N, seed=1, run_seed=run_seed, input_seed=input_seed,
+                       noise=None)
+
+    def stream(m):
+        block = m.synth.next_block(N)
+        return block.pc, block.mem_addr, block.taken
+
+    # one input: the same instructions, addresses and branch outcomes in every run ...
+    a, b = stream(machine(7, 3)), stream(machine(8, 3))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    # ... which the run seed alone would have varied (another input)
+    c = stream(machine(8, None))
+    assert not np.array_equal(a[1], c[1]) and not np.array_equal(a[2], c[2])
+    # while the run still differs in what the run seed fixes (page placement: another cycle count)
+    x, y = machine(7, 3).run().counters(), machine(8, 3).run().counters()
+    assert x["instructions"] == y["instructions"] and x["cycles"] != y["cycles"]
+
+
 def test_program_instructions_are_exactly_the_target(nehalem):
     m = _run(nehalem)
     assert m.program_retired == N

@@ -34,6 +34,8 @@ def test_shipped_scenario_is_the_seed_000_design():
     assert scenario.variants["l2-1mb"] == {"l2.size_kb": 1024}
     assert spec.heap_factors == [1.0 + 0.5 * i for i in range(11)]          # H_min .. 6 H_min step 0.5 H_min
     assert spec.pmu == "physical" and spec.response == "cycles" and spec.exclude == SEED_EXCLUDE
+    # replicates are runs of one input; redundant predictors are dropped as in seed 000 §IV-A
+    assert spec.same_input and spec.redundancy_cut == 0.8
     assert len(runs) == 3 * 9 * 5
 
 
@@ -153,3 +155,35 @@ def test_unknown_predictor_names_the_events(tmp_path):
     with pytest.raises(ScenarioError, match=r"regression.predictors: 'l3_miss' is not an event of mpc7447a"):
         run_scenario_file(tmp_path / "bad.toml", out=tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("same_input", [True, False])
+def test_replicates_read_one_input_unless_told_otherwise(same_input):
+    from scenarios.regression_study import run_configuration
+
+    shared = {"instructions": 20_000, "instructions_per_unit": 0.05, "heap_scale": 1 / 32,
+              "collector": "mark-sweep", "pmu": "ideal", "os_noise": False, "same_input": same_input,
+              "binary_seed": 2009}
+    item = {"platform": "mpc7447a", "overrides": [], "workload": "specjvm98/db", "heap_index": 0,
+            "heap_bytes": 256 << 10}           # H_min of db at 1/32
+    a, b = (run_configuration({**item, "replicate_seed": s}, shared)["totals"] for s in (11, 12))
+    # the program executes as many instructions either way ...
+    assert a["inst"] == b["inst"]
+    # ... but only one input gives the same branches and loads in every replicate (runs then differ in
+    # page placement alone); another input per run takes other paths
+    same = all(a[k] == b[k] for k in ("br", "ld", "st"))
+    assert same is same_input
+
+
+def test_measurement_interval_is_the_t_interval_of_replicates():
+    from scipy import stats
+
+    from scenarios.regression_report import measurement_ci95_pct
+
+    rows = [("v", "w", 1.0, c) for c in (100.0, 102.0, 98.0)] + [("v", "w", 2.0, c) for c in (200.0, 200.0, 200.0)]
+    rows += [("u", "w", 1.0, 50.0)]
+    totals = pd.DataFrame(rows, columns=["variant", "workload", "heap_factor", "cycles"])
+    got = measurement_ci95_pct(totals, "cycles")
+    expect_v = (stats.t.ppf(0.975, 2) * 2.0 / np.sqrt(3) / 100.0 * 100.0 + 0.0) / 2
+    assert got["v"] == pytest.approx(expect_v, rel=1e-12)
+    assert np.isnan(got["u"])                                   # one replicate: no interval
