@@ -73,11 +73,12 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
                                   f"{min_intervals} interval(s)")
 
 
-def _machine(platform, workload, spec: SimulateSpec, seed: int, run_seed: int) -> Machine:
+def _machine(platform, workload, spec: SimulateSpec, seed: int, run_seed: int,
+             input_seed: int | None = None) -> Machine:
     from simulator.osnoise import TimerNoise
 
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=seed, run_seed=run_seed,
-                noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+                input_seed=input_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
     return m.warm_up(spec.warmup) if spec.warmup else m
 
 
@@ -93,7 +94,9 @@ def simulate_one(platform: Platform, workload: str, spec: SimulateSpec, seed: in
     run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n_runs)]
     per_run_events, series, first = [], [], None
     for i in range(n_runs):
-        m = _machine(platform, workload, spec, seed, run_seeds[i])
+        # the PMU runs of one configuration are runs of one program on one input (the first run's), as
+        # when perf re-runs a command: they differ in page placement and timer phase only
+        m = _machine(platform, workload, spec, seed, run_seeds[i], input_seed=run_seeds[0])
         if sampling is not None:
             rows = sample(m, sampling)
             m.run()

@@ -70,6 +70,18 @@ def test_physical_pmu_collects_all_events_over_several_runs_with_small_variation
     assert rel < 0.05
 
 
+def test_physical_pmu_runs_execute_one_program_on_one_input():
+    # perf re-running a command: every PMU run executes the same instructions (the program's input is
+    # the same), so without OS noise each instruction count, whichever run counted it, equals the
+    # single ideal run's exactly; only timing-dependent events may differ
+    platform = load_platform("mpc7447a")
+    phys = simulate_one(platform, "db", SimulateSpec(instructions=N, pmu="physical", os_noise=False), seed=5)
+    ideal = simulate_one(platform, "db", SimulateSpec(instructions=N, os_noise=False), seed=5)
+    assert phys["pmu_runs"] > 1
+    for event in ("inst", "ld", "st", "br", "fpu"):
+        assert phys["totals"][event] == ideal["totals"][event], event
+
+
 def test_sampling_gives_a_time_series_with_cpi_points(tmp_path):
     out = tmp_path / "sim"
     r = _simulate("-p", "westmere", "-w", "462.libquantum", "-n", "200000", "--sampling", "1,1,0.5",
