@@ -27,6 +27,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from scenarios.errors import ScenarioError
+from scenarios.report import figure_png
 from simulator.errors import SimulatorInputError
 from simulator.memory.hierarchy import MemoryHierarchy
 from simulator.platform import load_platform
@@ -250,9 +251,11 @@ class CachesimStudy:
             entry["simulation_seconds"] = round(r["seconds"], 6)
             entry["accesses_per_s"] = len(trace) / r["seconds"] if r["seconds"] > 0 else None
             results["runs"].append(entry)
+        # rendered once, for the report and the file alike
         figures = {
-            "miss_ratios": (miss_ratio_figure(tables["levels"]), "Demand miss ratio of every cache level, per run"),
-            "mpka": (mpka_figure(tables["totals"], len(trace)),
+            "miss_ratios": (figure_png(miss_ratio_figure(tables["levels"])),
+                            "Demand miss ratio of every cache level, per run"),
+            "mpka": (figure_png(mpka_figure(tables["totals"], len(trace))),
                      "Misses per thousand trace records, per cache level and TLB"),
         }
         rate = len(trace) * len(ctx.runs) / total_seconds if total_seconds > 0 else 0.0

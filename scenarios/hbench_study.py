@@ -35,6 +35,7 @@ from models.errors import ModelInputError
 from models.hbench import AppProfile, GcCostModel, MicrobenchPlan, error_table
 from models.hbench.plots import plot_size_distributions
 from scenarios.errors import ScenarioError
+from scenarios.report import figure_png
 from simulator.errors import SimulatorInputError
 from simulator.schema import format_validation_error
 
@@ -268,6 +269,7 @@ class HbenchGcStudy:
         if first["sweep"]:
             figures["heap_sweep"] = (sweep_figure(first["sweep"], spec.heap_sweep.application),
                                      "Collections against heap size (fixed-size mark-sweep heap)")
+        figures = {name: (figure_png(fig), caption) for name, (fig, caption) in figures.items()}   # closed now
         rates = {"hbench_host_seconds": seconds,
                  "allocated_objects_per_s": sum(a["allocated_objects"] for a in first["apps"].values())
                  / max(first["sim_seconds"], 1e-9)}

@@ -299,14 +299,13 @@ def improvement_comparison(results: SimilarityResults) -> pd.DataFrame:
 def add_study_report(report: Report, results: SimilarityResults, run_times: pd.DataFrame, intervals: dict,
                      notes: list[str], runs: list[dict], spec, sim: SimilaritySpec, sim_tables: dict,
                      figures: dict) -> None:
-    """The study's sections; every figure also goes into ``figures`` (name -> (figure, caption))."""
-    import io
+    """The study's sections; every figure also goes into ``figures`` (name -> (PNG bytes, caption))."""
+    from scenarios.report import figure_png
 
     def sink(name: str, fig, caption: str = "") -> bytes:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-        figures[name] = (fig, caption or name)
-        return buf.getvalue()
+        png = figure_png(fig)                      # rendered once (and closed), for the report and the file
+        figures[name] = (png, caption or name)
+        return png
 
     s = spec.sampling
     scaled = spec.sampling_scaled()

@@ -276,8 +276,11 @@ def timeseries_figure(ts: pd.DataFrame, cycles: str, instructions: str, stalls: 
 
 
 def simulate_figures(runs: list[dict]) -> dict[str, tuple]:
+    """name -> (PNG bytes, caption): rendered once, for the report and the file alike."""
+    from scenarios.report import figure_png
+
     tables = simulate_tables(runs)
-    figs = {"cpi_stacks": (cpi_stack_figure(tables["cpi_stacks"]), "CPI stack per workload and platform")}
+    figs = {"cpi_stacks": (figure_png(cpi_stack_figure(tables["cpi_stacks"])), "CPI stack per workload and platform")}
     for r in runs[:6]:
         ts = r.get("timeseries")
         if ts is None or len(ts) == 0:
@@ -286,7 +289,7 @@ def simulate_figures(runs: list[dict]) -> dict[str, tuple]:
         cyc, ins = _cycles_and_instructions(platform)
         stalls = [e for e in platform.pmu.events if "STALL" in e.upper() or e in ("AGIstall",)]
         key = f"timeseries_{r['workload']}_{r['platform']}".replace("/", "_").replace(".", "_")
-        figs[key] = (timeseries_figure(ts, cyc, ins, stalls, f"{r['workload']} on {r['platform']}"),
+        figs[key] = (figure_png(timeseries_figure(ts, cyc, ins, stalls, f"{r['workload']} on {r['platform']}")),
                      f"Counter time series of {r['workload']} on {r['platform']}")
     return figs
 
