@@ -12,7 +12,8 @@ run of a benchmark reads the same input, as every run of SPECjvm98 ``-s100`` doe
 data-dependent choices (branch outcomes, random addresses, call targets) are the same in each run, and
 only page placement and the timer vary.  Without it each run draws its own choices, as if each read
 a different input; on 300,000-instruction windows that alone spreads six runs of one db configuration
-from 1.10 M to 1.84 M cycles (the same runs with one input: 1.37 M to 1.42 M), which buries the event-to-cycles relationship the study is about.  The regression engine
+from 1.10 M to 1.84 M cycles (the same runs with one input: 1.37 M to 1.42 M), which buries the
+event-to-cycles relationship the study is about.  The regression engine
 (:mod:`models.regression`) then fits, per variant, the I-order, II-order and BIC-pruned II-order
 models of ``cycles`` on the other events (``predictors``, after dropping redundant ones at
 ``redundancy_cut``, seed 000 §IV-A) with 10-fold cross-validation.
