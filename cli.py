@@ -250,6 +250,8 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
                                                help="keep main effects of kept interactions when pruning"),
                 redundancy: Optional[float] = typer.Option(None, "--redundancy",
                                                            help="drop redundant predictors at this Spearman rho^2"),
+                keep: Optional[str] = typer.Option(None, "--keep",
+                                                   help="comma-separated predictors --redundancy never drops"),
                 folds: int = typer.Option(10, "--folds", help="k of k-fold cross-validation"),
                 seed: int = typer.Option(0, "--seed", help="seed of the fold assignment"),
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
@@ -259,7 +261,8 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
 
     res, doc = regress_command.regress_command(
         data, response, predictors=predictors, exclude=exclude, out=out, progress=not as_json,
-        order=order, prune=prune, bic=bic, hierarchy=hierarchy, redundancy_cut=redundancy, folds=folds, seed=seed)
+        order=order, prune=prune, bic=bic, hierarchy=hierarchy, redundancy_cut=redundancy,
+        keep_predictors=regress_command.split_list(keep) or (), folds=folds, seed=seed)
     report_analysis(res.warnings, doc, res.summary(), as_json, out)
 
 

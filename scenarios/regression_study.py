@@ -16,7 +16,8 @@ from 1.10 M to 1.84 M cycles (the same runs with one input: 1.37 M to 1.42 M), w
 event-to-cycles relationship the study is about.  The regression engine
 (:mod:`models.regression`) then fits, per variant, the I-order, II-order and BIC-pruned II-order
 models of ``cycles`` on the other events (``predictors``, after dropping redundant ones at
-``redundancy_cut``, seed 000 §IV-A) with 10-fold cross-validation.
+``redundancy_cut``, seed 000 §IV-A, but never those in ``keep_predictors``) with 10-fold
+cross-validation.
 
 Scale (``[regression]`` keys, documented in the shipped scenario): ``instructions`` mutator
 instructions per run; heaps and the allocation stream's volumes scaled by ``heap_scale`` (object
@@ -85,6 +86,7 @@ class RegressionSpec(BaseModel):
     bic: Literal["seed", "conventional"] = "seed"
     hierarchy: bool = True
     redundancy_cut: float | None = Field(default=None, gt=0, le=1)   # Spearman rho^2 (seed 000 §IV-A)
+    keep_predictors: list[str] = Field(default_factory=list)       # never dropped as redundant
     folds: int = Field(default=10, ge=2)
     cv_seed: int | None = Field(default=None, ge=0)          # default: the scenario's seed
     workers: int | None = Field(default=None, ge=1)          # local processes; default: every core
@@ -212,7 +214,7 @@ class RegressionStudyKind:
             pmu = _platform(run.platform, tuple(run.overrides)).pmu
             pairs = [n for e in spec.exclude for n in re.split(r"[*:]", e)]
             for key, names in (("response", [spec.response]), ("predictors", spec.predictors or []),
-                               ("exclude", pairs)):
+                               ("keep_predictors", spec.keep_predictors), ("exclude", pairs)):
                 for name in names:
                     if name not in pmu.events:
                         raise ScenarioError(f"{ctx.source}: regression.{key}: {name!r} is not an event of "
@@ -249,7 +251,9 @@ class RegressionStudyKind:
         for variant in dict.fromkeys(totals["variant"]):
             df = totals[totals["variant"] == variant].reset_index(drop=True)
             engine = RegressionStudy(order=spec.order, prune=spec.prune, bic=spec.bic, hierarchy=spec.hierarchy,
-                                     redundancy_cut=spec.redundancy_cut, folds=spec.folds,
+                                     redundancy_cut=spec.redundancy_cut,
+                                     keep_predictors=[k for k in spec.keep_predictors if k in predictors],
+                                     folds=spec.folds,
                                      seed=ctx.scenario.seed if spec.cv_seed is None else spec.cv_seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ModelInputWarning)

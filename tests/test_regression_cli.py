@@ -51,6 +51,24 @@ def test_json_document(table):
     assert {"r2", "sigma", "terms", "cv_error_pct", "cv_error_ci95"} <= set(m)
 
 
+def test_redundancy_cut_with_kept_predictors(tmp_path, table):
+    _, df = table
+    df = df.assign(ev00_copy=df["ev00"] * 1.0001 + 1.0)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    for keep, dropped in ((None, None), ("ev00_copy", "ev00"), ("ev00", "ev00_copy")):
+        args = ["regress", str(tmp_path / "in.csv"), "-r", "cycles", "--folds", "4", "--redundancy", "0.99",
+                "--json"] + (["--keep", keep] if keep else [])
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.stderr
+        doc = json.loads(result.stdout)
+        red = doc["dropped_predictors"]["redundant"]
+        assert len(red) == 1
+        if keep:
+            assert red == {dropped: keep} and doc["settings"]["keep_predictors"] == [keep]
+    _bad(tmp_path, [str(tmp_path / "in.csv"), "-r", "cycles", "--redundancy", "0.99", "--keep", "ev77"],
+         "keep_predictors: 'ev77' is not a predictor")
+
+
 def test_text_output_and_results_directory(table, tmp_path):
     d, _ = table
     out = tmp_path / "res"

@@ -118,6 +118,14 @@ def test_exclude_and_redundancy(planted):
     assert set(red.dropped_redundant.items()) <= {("ev00_copy", "ev00"), ("ev00", "ev00_copy")}
     assert len(red.dropped_redundant) == 1
     assert any("redundant with" in w for w in red.warnings)
+    # a kept predictor survives its redundant twin, which goes instead
+    for kept in ("ev00", "ev00_copy"):
+        forced = _fit(df, redundancy_cut=0.99, keep_predictors=[kept])
+        other = "ev00_copy" if kept == "ev00" else "ev00"
+        assert dict(forced.dropped_redundant) == {other: kept}
+        assert kept in forced.predictors and other not in forced.predictors
+    with pytest.raises(ModelInputError, match=r"keep_predictors: 'ev99' is not a predictor"):
+        _fit(df, redundancy_cut=0.99, keep_predictors=["ev99"])
 
 
 def test_aliased_and_constant_predictors_warn_and_proceed(planted):

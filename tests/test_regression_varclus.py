@@ -76,3 +76,19 @@ def test_redundancy_keeps_the_predictor_more_related_to_the_response(data):
     assert redundant_predictors(vc, strength, cut=1.0) == {}
     everything = redundant_predictors(vc, strength, cut=1e-9)
     assert len(everything) == 4  # one cluster, one survivor
+
+
+def test_redundancy_never_drops_a_kept_predictor(data):
+    names, X, y = data
+    vc = varclus(names, X)
+    strength = spearman2(names, X, y)
+    score = dict(zip(strength["predictor"], strength["adjusted_rho2"]))
+    weaker = "a" if score["a"] < score["b"] else "b"
+    stronger = "b" if weaker == "a" else "a"
+    # forcing the less related one of the redundant pair keeps it and drops the other instead
+    assert redundant_predictors(vc, strength, cut=0.95, keep=[weaker]) == {stronger: weaker}
+    # forcing both keeps the pair; at a cut that makes one cluster of everything, the forced survive
+    assert redundant_predictors(vc, strength, cut=0.95, keep=["a", "b"]) == {}
+    everything = redundant_predictors(vc, strength, cut=1e-9, keep=["a", "c"])
+    assert set(everything) == set(names) - {"a", "c"}
+    assert set(everything.values()) <= {"a", "c"}

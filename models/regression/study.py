@@ -56,6 +56,9 @@ class RegressionStudy:
     redundancy_cut : float in (0, 1] or None
         Drop redundant predictors before modelling: of each group whose pairwise Spearman rho^2 are
         all >= the cut, keep the one most related to the response (spearman2).
+    keep_predictors : list of str
+        Predictors never dropped as redundant (e.g. the events an analysis is about); a cluster holding
+        some keeps those and drops the rest.
     alias_tol : float
         Tolerance of the aliased-term detection (R's ``lm`` uses 1e-7).
     id_columns : list of str
@@ -72,13 +75,14 @@ class RegressionStudy:
         "alpha": Interval(float, 0.0, 1.0, "neither"),
         "standardize": Boolean(),
         "redundancy_cut": NoneOr(Interval(float, 0.0, 1.0, "right")),
+        "keep_predictors": StrSequence(),
         "alias_tol": Interval(float, 0.0, 1e-2, "neither"),
         "id_columns": StrSequence(),
     }
 
     def __init__(self, order: int = 2, prune: str = "bic", bic: str = "seed", hierarchy: bool = True,
                  folds: int = 10, seed: int | None = 0, alpha: float = 0.01, standardize: bool = True,
-                 redundancy_cut: float | None = None, alias_tol: float = 1e-7,
+                 redundancy_cut: float | None = None, keep_predictors: Sequence[str] = (), alias_tol: float = 1e-7,
                  id_columns: Sequence[str] = ID_COLUMNS):
         self.order = order
         self.prune = prune
@@ -89,6 +93,7 @@ class RegressionStudy:
         self.alpha = alpha
         self.standardize = standardize
         self.redundancy_cut = redundancy_cut
+        self.keep_predictors = keep_predictors
         self.alias_tol = alias_tol
         self.id_columns = id_columns
 
@@ -142,7 +147,11 @@ class RegressionStudy:
         vc = varclus(preds, X)
         redundant: dict[str, str] = {}
         if prm["redundancy_cut"] is not None:
-            redundant = redundant_predictors(vc, strength, prm["redundancy_cut"])
+            unknown = [k for k in prm["keep_predictors"] if k not in preds]
+            if unknown:
+                raise ModelInputError(f"keep_predictors: '{unknown[0]}' is not a predictor (predictors: "
+                                      f"{', '.join(preds)})")
+            redundant = redundant_predictors(vc, strength, prm["redundancy_cut"], prm["keep_predictors"])
             for dropped, kept in redundant.items():
                 r2 = vc.rho2[preds.index(dropped), preds.index(kept)]
                 notes.append(f"predictor '{dropped}' is redundant with '{kept}' (Spearman rho^2 = {r2:.3f} "

@@ -108,15 +108,22 @@ def spearman2(predictors: Sequence[str], X: np.ndarray, y: np.ndarray) -> pd.Dat
     return table.iloc[order].reset_index(drop=True)
 
 
-def redundant_predictors(vc: Varclus, strength: pd.DataFrame, cut: float) -> dict[str, str]:
-    """Predictors to drop at ``cut``, each mapped to the kept predictor of its cluster."""
+def redundant_predictors(vc: Varclus, strength: pd.DataFrame, cut: float,
+                         keep: Sequence[str] = ()) -> dict[str, str]:
+    """Predictors to drop at ``cut``, each mapped to the kept predictor of its cluster: the one most
+    related to the response (spearman2), or, in a cluster holding predictors listed in ``keep``, those
+    (the others map to the most related of them)."""
     score = dict(zip(strength["predictor"], strength["adjusted_rho2"]))
+    forced = set(keep)
     dropped: dict[str, str] = {}
     for group in vc.clusters(cut):
         if len(group) < 2:
             continue
-        keep = max(group, key=lambda p: (score[p], -vc.predictors.index(p)))
+        kept = [p for p in group if p in forced] or list(group)
+        best = max(kept, key=lambda p: (score[p], -vc.predictors.index(p)))
+        if not forced.intersection(group):
+            kept = [best]
         for p in group:
-            if p != keep:
-                dropped[p] = keep
+            if p not in kept:
+                dropped[p] = best
     return dropped
