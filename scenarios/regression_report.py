@@ -135,8 +135,8 @@ def verdict_text(docs: dict[str, dict], base: str = "as-shipped", off: str = "no
     else:
         word = "do not weaken without the pollution"
     return (f"TLB×cache interactions kept by pruning: {nb} as shipped, {no} without page-walk pollution; the "
-            f"whole TLB×cache block of the II-order model adds R² {rb:.4f} as shipped (F-test p = {pb:.3g}) and "
-            f"{ro:.4f} without pollution (p = {po:.3g}): they {word}.")
+            f"whole TLB×cache block of the II-order model adds R² {rb:.2g} as shipped (F-test p = {pb:.3g}) and "
+            f"{ro:.2g} without pollution (p = {po:.3g}): they {word}.")
 
 
 def build_output(spec: RegressionSpec, scenario, totals: pd.DataFrame, gc: pd.DataFrame,
@@ -190,7 +190,8 @@ def fill_report(rep, spec, scenario, totals, gc, fits, figs_by_variant, t4, inte
         f"with the events counted in {spec.pmu} PMU mode "
         f"({int(rates['simulated_runs'])} simulated runs for {int(rates['configurations'])} configurations). "
         f"Response {spec.response}; excluded pairs {', '.join(spec.exclude) or 'none'}; redundant predictors "
-        f"{'dropped at Spearman ρ² ≥ %g' % spec.redundancy_cut if spec.redundancy_cut else 'kept'}.")
+        f"{'dropped at Spearman ρ² ≥ %g' % spec.redundancy_cut if spec.redundancy_cut else 'kept'}"
+        f"{' (never ' + ', '.join(spec.keep_predictors) + ')' if spec.redundancy_cut and spec.keep_predictors else ''}.")
     rep.paragraph("Measurement error (seed 000 §III-A: the 95% interval of a configuration's mean over its "
                   f"replicates, averaged over configurations): seed ±{SEED_MEASUREMENT_CI95_PCT:g}%; whatif "
                   + ", ".join(f"{v} ±{d['measurement_ci95_pct']:.2f}%" for v, d in docs.items()) + ".")

@@ -187,3 +187,25 @@ def test_measurement_interval_is_the_t_interval_of_replicates():
     expect_v = (stats.t.ppf(0.975, 2) * 2.0 / np.sqrt(3) / 100.0 * 100.0 + 0.0) / 2
     assert got["v"] == pytest.approx(expect_v, rel=1e-12)
     assert np.isnan(got["u"])                                   # one replicate: no interval
+
+
+def test_tlb_cache_verdict_reads_the_three_signals():
+    from scenarios.regression_report import verdict_text
+
+    def docs(kept_on, kept_off, p_on, p_off, r2_on, r2_off):
+        def doc(kept, p, r2):
+            return {"tlb_cache_interactions": [f"dtlb_miss*t{i}" for i in range(kept)],
+                    "tlb_cache_block": {"p": p, "r2_drop": r2}}
+        return {"as-shipped": doc(kept_on, p_on, r2_on), "no-walk-pollution": doc(kept_off, p_off, r2_off)}
+
+    # fewer terms kept, no longer significant, a much smaller share: they weaken
+    text = verdict_text(docs(7, 3, 1.6e-4, 0.066, 1.4e-4, 1.9e-6))
+    assert text.endswith("they weaken without the pollution.")
+    assert "7 as shipped, 3 without" in text and "R² 0.00014 as shipped" in text and "1.9e-06 without" in text
+    # fewer terms and a smaller share, still significant: they weaken
+    assert verdict_text(docs(6, 4, 3.5e-8, 4e-14, 2.3e-4, 1.2e-5)).endswith("they weaken without the pollution.")
+    # more terms kept and a larger share without pollution: they do not
+    assert verdict_text(docs(4, 8, 0.004, 0.04, 4e-4, 1e-3)).endswith("they do not weaken without the pollution.")
+    # one signal for, none against: only marginally
+    assert verdict_text(docs(4, 3, 0.004, 0.004, 4e-4, 3e-4)).endswith("weaken only marginally without the pollution.")
+    assert verdict_text({"as-shipped": {}}) == ""
