@@ -29,8 +29,7 @@ def prefetch_sets(s, lvl, addr):
     Changes no simulated state."""
     while lvl >= 0:
         c = C0 + lvl * NCOL
-        ways = _cfg(s, c + C_WAYS)
-        slot0 = _set_of(s, lvl, addr >> U64(_cfg(s, c + C_LINE_BITS))) * ways
+        _, ways, slot0 = _locate(s, lvl, addr >> U64(_cfg(s, c + C_LINE_BITS)))
         t0 = _cfg(s, c + C_TAG0) + slot0
         _prefetch(s, t0)
         _prefetch(s, t0 + ways - 1)
@@ -38,6 +37,14 @@ def prefetch_sets(s, lvl, addr):
         _prefetch(s, m0)
         _prefetch(s, m0 + ways * MW - 1)
         lvl = _cfg(s, c + C_NEXT)
+
+
+@njit(cache=True, inline="always")
+def _locate(s, lvl, line):
+    """(set, ways, first slot) of ``line`` at ``lvl``."""
+    ways = _cfg(s, C0 + lvl * NCOL + C_WAYS)
+    set_id = _set_of(s, lvl, line)
+    return set_id, ways, set_id * ways
 
 
 # ============================================================================ replacement
@@ -205,9 +212,7 @@ def _writeback(s, lvl, addr, nbytes):
         _add(s, N0 + lvl * NCOL + CN_ACC + SRC_WRITEBACK, 1)
         lb = _cfg(s, c + C_LINE_BITS)
         line = addr >> U64(lb)
-        set_id = _set_of(s, lvl, line)
-        ways = _cfg(s, c + C_WAYS)
-        slot0 = set_id * ways
+        set_id, ways, slot0 = _locate(s, lvl, line)
         nsect = _cfg(s, c + C_NSECT)
         mask = _sector_mask(addr, nbytes, _cfg(s, c + C_SECTOR_BITS), nsect)
         w = _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line)
@@ -282,9 +287,7 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
         cn = N0 + cur * NCOL
         lb = _cfg(s, cc + C_LINE_BITS)
         cline = req_addr >> U64(lb)
-        cset = _set_of(s, cur, cline)
-        cways = _cfg(s, cc + C_WAYS)
-        cslot0 = cset * cways
+        cset, cways, cslot0 = _locate(s, cur, cline)
         cm0 = _cfg(s, cc + C_META0) + cslot0 * MW
         _prefetch(s, cm0)                          # the set's metadata, while its tags are compared
         _prefetch(s, cm0 + cways * MW - 1)
@@ -362,9 +365,7 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
         cn = N0 + lvl * NCOL
         lb = _cfg(s, c + C_LINE_BITS)
         line = addr >> U64(lb)
-        set_id = _set_of(s, lvl, line)
-        ways = _cfg(s, c + C_WAYS)
-        slot0 = set_id * ways
+        set_id, ways, slot0 = _locate(s, lvl, line)
         m0 = _cfg(s, c + C_META0) + slot0 * MW
         _prefetch(s, m0)
         _prefetch(s, m0 + ways * MW - 1)
@@ -421,9 +422,7 @@ def line_miss(s, lvl, addr, nbytes, src, write, record):
         return -1
     lb = _cfg(s, c + C_LINE_BITS)
     line = addr >> U64(lb)
-    set_id = _set_of(s, lvl, line)
-    ways = _cfg(s, c + C_WAYS)
-    slot0 = set_id * ways
+    set_id, ways, slot0 = _locate(s, lvl, line)
     if _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line) >= 0:
         return -1
     sb = _cfg(s, c + C_SECTOR_BITS)
@@ -440,9 +439,7 @@ def line_miss(s, lvl, addr, nbytes, src, write, record):
         req_addr, req_bytes = _range_of(mask, line, lb, sb)
         cc = C0 + nxt * NCOL
         cline = req_addr >> U64(_cfg(s, cc + C_LINE_BITS))
-        cset = _set_of(s, nxt, cline)
-        cways = _cfg(s, cc + C_WAYS)
-        cslot0 = cset * cways
+        cset, cways, cslot0 = _locate(s, nxt, cline)
         cmask = _sector_mask(req_addr, req_bytes, _cfg(s, cc + C_SECTOR_BITS), _cfg(s, cc + C_NSECT))
         cw = _find(s, _cfg(s, cc + C_TAG0) + cslot0, cways, cline)
         m = _cfg(s, cc + C_META0) + (cslot0 + cw) * MW
@@ -495,9 +492,7 @@ def prefetch_line(s, lvl, line, mask):
     """Bring sectors ``mask`` of ``line`` into ``lvl`` unless present; counts an issued prefetch (or, at a
     level whose prefetch engines are all busy, a dropped one)."""
     c = C0 + lvl * NCOL
-    set_id = _set_of(s, lvl, line)
-    ways = _cfg(s, c + C_WAYS)
-    slot0 = set_id * ways
+    set_id, ways, slot0 = _locate(s, lvl, line)
     w = _find(s, _cfg(s, c + C_TAG0) + slot0, ways, line)
     if w >= 0:
         mask = mask & ~_ldu(s, _cfg(s, c + C_META0) + (slot0 + w) * MW + M_VD)
