@@ -97,14 +97,20 @@ def expire_roots(H, now):
 
 
 @njit(cache=True, inline="always")
+def _reuse_or_new(S, free, n_free, n_used):
+    """The last number on the ``free`` stack (``S[n_free]`` long), else the next unused one (``S[n_used]``)."""
+    if S[n_free] > 0:
+        S[n_free] -= 1
+        return free[S[n_free]]
+    k = S[n_used]
+    S[n_used] += 1
+    return k
+
+
+@njit(cache=True, inline="always")
 def _root_slot(H, addr, death):
     S = H.S
-    if S[S_NRFREE] > 0:
-        S[S_NRFREE] -= 1
-        slot = H.r_free[S[S_NRFREE]]
-    else:
-        slot = S[S_NROOTS]
-        S[S_NROOTS] += 1
+    slot = _reuse_or_new(S, H.r_free, S_NRFREE, S_NROOTS)
     H.r_addr[slot] = addr + 1
     H.r_death[slot] = death
     if death != IMMORTAL:
@@ -140,12 +146,7 @@ def _place(H, need, payload, nref):
     S = H.S
     addr = S[S_BP]
     S[S_BP] = addr + need
-    if S[S_NIDFREE] > 0:
-        S[S_NIDFREE] -= 1
-        oid = H.id_free[S[S_NIDFREE]]
-    else:
-        oid = S[S_NIDS]
-        S[S_NIDS] += 1
+    oid = _reuse_or_new(S, H.id_free, S_NIDFREE, S_NIDS)
     nf = min(nref, payload // 4)
     H.gmap[addr >> 3] = oid
     H.o_addr[oid] = addr
