@@ -253,29 +253,14 @@ class HbenchGcStudy:
             tables[f"predictions{tag}"] = pd.concat(preds, ignore_index=True)
             tables[f"error_summary{tag}"] = error_table(r["headline"]).assign(
                 **{k: v for k, v in ident.items() if k in ("variant", "platform")})
-        figures["heap_size"] = (first["costs"].plot_heap_size(),
-                                "Figures 5-1, 5-2, 5-5: collection time of an empty, a fully reclaimable and a fully "
-                                "live heap against heap size (fixed object size and count)")
-        figures["object_size"] = (first["costs"].plot_object_size(),
-                                  "Figures 5-3, 5-6: C_dead and C_live against object size; the vertical lines mark "
-                                  "where the rise ends")
-        figures["memory_reads"] = (first["costs"].plot_memory_reads(),
-                                   "Figures 5-4, 5-7: memory reads per object during the collections")
-        figures["size_distributions"] = (plot_size_distributions(first["profiles"]),
-                                         "Figure 5-8: cumulative object-size distribution of the applications")
-        for name, res in first["headline"].items():
-            figures[f"predicted_{name}"] = (res.plot_predicted_vs_actual(),
-                                            f"Figure 5-9/5-10: predicted against actual time of every collection of {name}")
-        if first["sweep"]:
-            figures["heap_sweep"] = (sweep_figure(first["sweep"], spec.heap_sweep.application),
-                                     "Collections against heap size (fixed-size mark-sweep heap)")
-        figures = {name: (figure_png(fig), caption) for name, (fig, caption) in figures.items()}   # closed now
+        run_figs = [run_figures(r, spec) for r in per_run]        # rendered once: files (first run) and report
+        figures.update(run_figs[0])
         rates = {"hbench_host_seconds": seconds,
                  "allocated_objects_per_s": sum(a["allocated_objects"] for a in first["apps"].values())
                  / max(first["sim_seconds"], 1e-9)}
 
         def report(rep) -> None:
-            fill_report(rep, spec, plan, per_run, docs)
+            fill_report(rep, spec, plan, per_run, docs, run_figs)
 
         return StudyOutput(results=results, tables=tables, figures=figures, report=report, rates=rates,
                            parameters={"hbench": spec.model_dump(), "microbench_plan": plan.to_dict(),
@@ -332,8 +317,32 @@ def outlier_text(name: str, res) -> list[str]:
     return out
 
 
-def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict], docs: list[dict]) -> None:
-    for r, doc in zip(per_run, docs):
+def run_figures(r: dict, spec: HbenchSpec) -> dict[str, tuple[bytes, str]]:
+    """A run's figures, name -> (PNG bytes, caption)."""
+    costs = r["costs"]
+    figs = {"heap_size": (costs.plot_heap_size(),
+                          "Figures 5-1, 5-2, 5-5: collection time of an empty, a fully reclaimable and a fully live "
+                          "heap against heap size (fixed object size and count)"),
+            "object_size": (costs.plot_object_size(),
+                            "Figures 5-3, 5-6: C_dead and C_live against object size; the vertical lines mark where "
+                            "the rise ends"),
+            "memory_reads": (costs.plot_memory_reads(),
+                             "Figures 5-4, 5-7: memory reads per object during the collections"),
+            "size_distributions": (plot_size_distributions(r["profiles"]),
+                                   "Figure 5-8: cumulative object-size distribution of the applications")}
+    for name, res in r["headline"].items():
+        figs[f"predicted_{name}"] = (res.plot_predicted_vs_actual(),
+                                     f"Figure 5-9/5-10: predicted against actual time of every collection of {name}")
+    if r["sweep"]:
+        figs["heap_sweep"] = (sweep_figure(r["sweep"], spec.heap_sweep.application),
+                              "A fixed-size mark-sweep heap collects about allocation / (heap - live data) times: "
+                              "fewer collections as the heap grows, out of memory once the live data no longer fits")
+    return {name: (figure_png(fig), caption) for name, (fig, caption) in figs.items()}
+
+
+def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict], docs: list[dict],
+                run_figs: list[dict[str, tuple[bytes, str]]]) -> None:
+    for r, doc, figs in zip(per_run, docs, run_figs):
         if len(per_run) > 1:
             rep.heading(f"Run {r['run'].id}", level=2)
         costs = r["costs"]
@@ -352,9 +361,8 @@ def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict]
               "(pooled distribution, no extensions) is reported alongside.")
         rep.heading("Collector characterisation (Table 5-4)")
         rep.preformatted(str(costs.summary()))
-        rep.figure(costs.plot_heap_size(), "Figures 5-1, 5-2, 5-5 analogue: GC time against heap size")
-        rep.figure(costs.plot_object_size(), "Figures 5-3, 5-6 analogue: per-object cost against object size")
-        rep.figure(costs.plot_memory_reads(), "Figures 5-4, 5-7 analogue: memory reads per object")
+        for name in ("heap_size", "object_size", "memory_reads"):
+            rep.figure(*figs[name])
         rep.paragraph(f"The per-object costs rise with object size up to {costs.knee('dead'):g} bytes (dead) and "
                       f"{costs.knee('live'):g} bytes (live) of payload and stay flat after: once an object "
                       "(header included) fills a cache line of the last level, every header the sweep reads is a "
@@ -363,7 +371,7 @@ def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict]
         rep.heading("Applications (Table 5-3, Figure 5-8)")
         t = pd.DataFrame([{"application": n, **a} for n, a in r["apps"].items()])
         rep.table(t)
-        rep.figure(plot_size_distributions(r["profiles"]), "Figure 5-8 analogue")
+        rep.figure(*figs["size_distributions"])
         rep.heading("Predicted against actual (Table 5-5, Figures 5-9, 5-10)")
         et = error_table(r["headline"])
         et["thesis_form_mean_abs_error_pct"] = [r["thesis"][n].errors["mean_abs_error_pct"] for n in et["application"]]
@@ -375,12 +383,10 @@ def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict]
             rep.heading("Outliers", level=3)
             for s in notes:
                 rep.paragraph(s)
-        for name, res in r["headline"].items():
-            rep.figure(res.plot_predicted_vs_actual(), f"{name}: predicted against actual time of every collection")
+        for name in r["headline"]:
+            rep.figure(*figs[f"predicted_{name}"])
         if r["sweep"]:
             rep.heading("Heap size and the number of collections")
             pts = pd.DataFrame(doc["heap_sweep"]["points"])
             rep.table(pts)
-            rep.figure(sweep_figure(r["sweep"], spec.heap_sweep.application),
-                       "A fixed-size mark-sweep heap collects about allocation / (heap - live data) times: fewer "
-                       "collections as the heap grows, out of memory once the live data no longer fits")
+            rep.figure(*figs["heap_sweep"])
