@@ -17,9 +17,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
-    from models.errors import ModelInputError
-    from scenarios.errors import ScenarioError
-    from simulator.errors import SimulatorInputError
+    from whatif.models.errors import ModelInputError
+    from whatif.scenarios.errors import ScenarioError
+    from whatif.simulator.errors import SimulatorInputError
 
     return (SimulatorInputError, ModelInputError, ScenarioError)
 
@@ -44,7 +44,7 @@ def command(fn: Callable) -> Callable:
 
 
 def echo_json(doc) -> None:
-    from scenarios.output import to_json
+    from whatif.scenarios.output import to_json
 
     typer.echo(to_json(doc))
 
@@ -66,7 +66,7 @@ def report_analysis(warnings, doc, summary, as_json: bool, out) -> None:
 @command
 def list_cmd(what: str = typer.Argument(..., help="platforms | scenarios | workloads")) -> None:
     """List the shipped platforms, scenarios or workloads."""
-    from scenarios import catalog
+    from whatif.scenarios import catalog
 
     for name, description in catalog.listing(what):
         typer.echo(f"{name:<28} {description}")
@@ -79,7 +79,7 @@ def show_cmd(what: str = typer.Argument(..., help="platform"),
              as_json: bool = typer.Option(False, "--json", help="print the resolved description as JSON"),
              set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE (repeatable)")) -> None:
     """Show a platform description (resolved, with overrides applied)."""
-    from scenarios import catalog
+    from whatif.scenarios import catalog
 
     doc, text = catalog.show(what, name, set_ or [])
     if as_json:
@@ -97,7 +97,7 @@ def cachesim_cmd(trace: Path = typer.Argument(..., help="trace file (valgrind la
                  fmt: str = typer.Option("auto", "--format", help="lackey | whatif | auto (by extension)"),
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Run an address trace through a platform's caches and TLBs."""
-    from scenarios import cachesim_study
+    from whatif.scenarios import cachesim_study
 
     doc = cachesim_study.cachesim_command(trace, platform, set_ or [], fmt, progress=not as_json)
     if as_json:
@@ -120,7 +120,7 @@ def trace_synth_cmd(out: Path = typer.Argument(..., help="output: .wtr (binary) 
                                                                   help="instruction fetches per data access"),
                     as_json: bool = typer.Option(False, "--json")) -> None:
     """Write the standard mixed synthetic trace."""
-    from scenarios import trace_command
+    from whatif.scenarios import trace_command
 
     doc = trace_command.synth(out, accesses, seed, instructions_per_access)
     echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
@@ -133,7 +133,7 @@ def trace_convert_cmd(src: Path = typer.Argument(..., help="input trace"),
                       fmt: str = typer.Option("auto", "--format", help="input format: lackey | whatif | auto"),
                       as_json: bool = typer.Option(False, "--json")) -> None:
     """Convert between valgrind lackey text and whatif's binary trace format."""
-    from scenarios import trace_command
+    from whatif.scenarios import trace_command
 
     doc = trace_command.convert(src, out, fmt)
     echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
@@ -145,7 +145,7 @@ def trace_info_cmd(src: Path = typer.Argument(..., help="trace file"),
                    fmt: str = typer.Option("auto", "--format", help="lackey | whatif | auto"),
                    as_json: bool = typer.Option(False, "--json")) -> None:
     """Count a trace's records by kind and its address range."""
-    from scenarios import trace_command
+    from whatif.scenarios import trace_command
 
     doc = trace_command.info(src, fmt)
     if as_json:
@@ -175,7 +175,7 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Run a workload on a platform's core and memory models: event totals, CPI stack, time series."""
-    from scenarios import simulate_study
+    from whatif.scenarios import simulate_study
 
     doc = simulate_study.simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
                                           pmu, out, progress=not as_json, warmup=warmup)
@@ -196,7 +196,7 @@ def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE for every variant"),
             cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786")) -> None:
     """Run a scenario and write its results directory (tables, plots, report.html)."""
-    from scenarios import runner
+    from whatif.scenarios import runner
 
     out_dir = runner.run_scenario_file(scenario, out=out, seed=seed, overrides=set_ or [], cluster=cluster)
     typer.echo(f"results written to {out_dir}")
@@ -209,7 +209,7 @@ def validate_cmd(quick: bool = typer.Option(False, "--quick", help="smaller prob
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document"),
                  only: Optional[List[str]] = typer.Option(None, "--only", help="run only these checks")) -> None:
     """Run the registered ground-truth checks and print expected vs measured."""
-    from scenarios import validation
+    from whatif.scenarios import validation
 
     known = validation.registered_checks()
     unknown = [name for name in (only or []) if name not in known]
@@ -257,7 +257,7 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                 as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Regress a response (e.g. cycles) on counter events and their interactions (seed 000)."""
-    from scenarios import regress_command
+    from whatif.scenarios import regress_command
 
     res, doc = regress_command.regress_command(
         data, response, predictors=predictors, exclude=exclude, out=out, progress=not as_json,
@@ -299,7 +299,7 @@ def similarity_cmd(
         csv: bool = typer.Option(False, "--csv", help="also write the tables as CSV"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Application similarity (seed 002): signatures, rank similarity, MST clusters, system evaluation."""
-    from scenarios import similarity_command
+    from whatif.scenarios import similarity_command
 
     doc, results = similarity_command.run(
         table, signatures=signatures, platforms=platform, threshold=threshold, reference=reference, kmeans=kmeans,
@@ -324,7 +324,7 @@ def mine_cmd(profile: Path = typer.Argument(..., help="EFG as JSON (interchange 
              out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (Parquet, report.html)"),
              as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Mine an execution flow graph for frequent or costly attribute sequences (FlowGSP)."""
-    from scenarios import mine_command
+    from whatif.scenarios import mine_command
 
     results, doc = mine_command.mine_command(profile, gap=gap, window=window, generations=generations,
                                              min_support=min_support, min_diff_support=min_diff_support,
@@ -350,7 +350,7 @@ def gc_cmd(workload: str = typer.Option(..., "--workload", "-w", help="allocatio
            out: Optional[Path] = typer.Option(None, "--out", "-o", help="write gc_log, histogram, plots, report.html"),
            as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Simulate a Java workload's heap: GC log and GCViewer-style summary (pauses, throughput, freed bytes)."""
-    from scenarios import gc_command
+    from whatif.scenarios import gc_command
 
     if growth not in ("fixed", "expand"):
         fail(f"--growth must be fixed or expand, got {growth!r}")

@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
-from scenarios.errors import ScenarioError
-from scenarios.report import figure_png
-from simulator.errors import SimulatorInputError
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import load_platform
-from simulator.schema import format_validation_error
-from simulator.traces import STREAM_KINDS, Stream, Trace, mixed_streams, read_trace, synthetic_trace
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.report import figure_png
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import load_platform
+from whatif.simulator.schema import format_validation_error
+from whatif.simulator.traces import STREAM_KINDS, Stream, Trace, mixed_streams, read_trace, synthetic_trace
 
 HEADLINE_KEYS = ("accesses", "misses", "miss_ratio")
 
@@ -94,7 +94,7 @@ def simulate(platform, trace: Trace, seed: int, progress=None) -> tuple[dict, fl
 def compile_kernels(progress: bool) -> None:
     """Load the numba kernels (compiling them on the very first run, which takes about a minute)
     under a status line, so that the first run does not look stuck."""
-    from scenarios.progress import status
+    from whatif.scenarios.progress import status
 
     empty = np.zeros(0, np.uint64)
     with status("whatif: loading the simulation kernels (compiled once, then cached)", enabled=progress):
@@ -121,7 +121,7 @@ def headline(counters: dict, records: int) -> dict[str, Any]:
 def cachesim_command(trace_path: Path, platform_name: str, overrides: list[str], fmt: str,
                      progress: bool = True) -> dict[str, Any]:
     """``whatif cachesim``: the JSON document of the issue (levels and TLBs with all counters)."""
-    from scenarios.progress import progress_bar
+    from whatif.scenarios.progress import progress_bar
 
     platform = load_platform(platform_name, overrides)   # validate the platform before reading the trace
     trace = read_trace(trace_path, fmt)
@@ -217,8 +217,8 @@ class CachesimStudy:
     sections = ("trace",)
 
     def run(self, ctx) -> "StudyOutput":
-        from scenarios.progress import progress_bar
-        from scenarios.studies import StudyOutput
+        from whatif.scenarios.progress import progress_bar
+        from whatif.scenarios.studies import StudyOutput
 
         raw = ctx.scenario.section("trace")
         if raw is None:

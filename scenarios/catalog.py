@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scenarios.errors import ScenarioError
-from simulator.platform import PLATFORM_DIR, SHORTHAND_TABLES, load_platform, platform_names
-from simulator.schema import flatten, load_toml
+from whatif.scenarios.errors import ScenarioError
+from whatif.simulator.platform import PLATFORM_DIR, SHORTHAND_TABLES, load_platform, platform_names
+from whatif.simulator.schema import flatten, load_toml
 
 SCENARIO_DIR = Path(__file__).parent
 WORKLOAD_DIR = PLATFORM_DIR.parent / "workloads"

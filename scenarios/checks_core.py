@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from scenarios.validation import CheckResult, register_check
-from simulator.core import Core
-from simulator.core import microbench as MB
-from simulator.isa import OP_ALU, OP_LOAD, InstrBlock
-from simulator.platform import load_platform, platform_names
+from whatif.scenarios.validation import CheckResult, register_check
+from whatif.simulator.core import Core
+from whatif.simulator.core import microbench as MB
+from whatif.simulator.isa import OP_ALU, OP_LOAD, InstrBlock
+from whatif.simulator.platform import load_platform, platform_names
 
 PLATFORMS = tuple(platform_names())
 

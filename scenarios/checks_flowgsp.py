@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.flowgsp import FlowGSP
-from models.flowgsp.synthetic import chain_support, chain_walks, plant, synthetic_efg
-from scenarios.validation import CheckResult, register_check
+from whatif.models.flowgsp import FlowGSP
+from whatif.models.flowgsp.synthetic import chain_support, chain_walks, plant, synthetic_efg
+from whatif.scenarios.validation import CheckResult, register_check
 
 # (label, g_max, w_max, sequence, attributes per chain vertex)
 CASES = (

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from models.hbench import AppProfile, GcCostModel
-from models.hbench.costs import GcCostResults
-from scenarios.validation import CheckResult, register_check
-from simulator.gc.behaviour import AllocBehaviour, load_behaviour
-from simulator.gc.config import heap_config
-from simulator.gc.microbench import run_microbenchmark
-from simulator.gc.run import simulate_gc
-from simulator.platform import Platform, load_platform, with_overrides
+from whatif.models.hbench import AppProfile, GcCostModel
+from whatif.models.hbench.costs import GcCostResults
+from whatif.scenarios.validation import CheckResult, register_check
+from whatif.simulator.gc.behaviour import AllocBehaviour, load_behaviour
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.microbench import run_microbenchmark
+from whatif.simulator.gc.run import simulate_gc
+from whatif.simulator.platform import Platform, load_platform, with_overrides
 
 MB = 1024 * 1024
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.validation import CheckResult, register_check
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import load_platform
-from simulator.traces import Trace, mixed_streams, synthetic_trace
+from whatif.scenarios.validation import CheckResult, register_check
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import load_platform
+from whatif.simulator.traces import Trace, mixed_streams, synthetic_trace
 
 
 def _loads(addrs, size=8, kind=1) -> Trace:

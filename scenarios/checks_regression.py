@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from scenarios.validation import CheckResult, register_check
+from whatif.scenarios.validation import CheckResult, register_check
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def planted_counter_table(n: int, n_predictors: int, seed: int, n_interactions: 
 
 def planted_interaction_trials(n: int, n_predictors: int, replicates: int, seed: int) -> dict:
     """Fit pruned II-order models to ``replicates`` planted data sets; count kept terms and CI coverage."""
-    from models.regression import ModelInputWarning, RegressionStudy
+    from whatif.models.regression import ModelInputWarning, RegressionStudy
 
     kept_all, covered, intervals, null_kept, null_total, f_rejects = 0, 0, 0, 0, 0, 0
     for r in range(replicates):

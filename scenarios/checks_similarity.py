@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from models.similarity import SimilarityEngine, adjusted_rand_index, average_ranks, signatures_from_arrays
-from models.similarity.rank import spearman_embedding
-from scenarios.validation import CheckResult, register_check
+from whatif.models.similarity import SimilarityEngine, adjusted_rand_index, average_ranks, signatures_from_arrays
+from whatif.models.similarity.rank import spearman_embedding
+from whatif.scenarios.validation import CheckResult, register_check
 
 STALLS = ("RESOURCE_STALLS.LOAD", "RESOURCE_STALLS.STORE", "RAT_STALLS.ANY", "RESOURCE_STALLS.ROB_FULL",
           "RESOURCE_STALLS.RS_FULL")

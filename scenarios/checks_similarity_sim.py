@@ -24,12 +24,12 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from models.similarity import SimilarityEngine, SimilarityWarning, adjusted_rand_index
-from models.similarity.evaluation import direction, predict
-from scenarios.simulate_study import SimulateSpec, simulate_one
-from scenarios.validation import CheckResult, register_check
-from simulator.platform import load_platform
-from simulator.workload import WorkloadRef, load_workload, workload_from_dict
+from whatif.models.similarity import SimilarityEngine, SimilarityWarning, adjusted_rand_index
+from whatif.models.similarity.evaluation import direction, predict
+from whatif.scenarios.simulate_study import SimulateSpec, simulate_one
+from whatif.scenarios.validation import CheckResult, register_check
+from whatif.simulator.platform import load_platform
+from whatif.simulator.workload import WorkloadRef, load_workload, workload_from_dict
 
 ARI_GOAL = 0.9
 PARENTS = ("462.libquantum", "456.hmmer", "401.bzip2", "445.gobmk")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from scenarios.errors import ScenarioError
+from whatif.scenarios.errors import ScenarioError
 
 
 class Executor:

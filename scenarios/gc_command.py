@@ -16,12 +16,12 @@ from typing import Any
 
 import pandas as pd
 
-from scenarios.errors import ScenarioError
-from simulator.gc.behaviour import load_behaviour
-from simulator.gc.config import check_collector, heap_config
-from simulator.gc.log import gc_live_spacing, gc_log, gc_size_histogram, summary
-from simulator.gc.run import simulate_gc
-from simulator.platform import load_platform
+from whatif.scenarios.errors import ScenarioError
+from whatif.simulator.gc.behaviour import load_behaviour
+from whatif.simulator.gc.config import check_collector, heap_config
+from whatif.simulator.gc.log import gc_live_spacing, gc_log, gc_size_histogram, summary
+from whatif.simulator.gc.run import simulate_gc
+from whatif.simulator.platform import load_platform
 
 MB = 1024 * 1024
 LOG_PREVIEW = 40
@@ -51,7 +51,7 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
     if max_heap_mb is not None:
         kwargs["max_heap_bytes"] = int(max_heap_mb * MB * scale)
     config = heap_config("whatif gc", **kwargs)
-    from scenarios.progress import progress_bar
+    from whatif.scenarios.progress import progress_bar
 
     total = int(behaviour.total_alloc_mb * MB * scale)
     with progress_bar(total, f"allocating ({workload})", enabled=progress) as advance:
@@ -68,9 +68,9 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
 
 
 def write_outputs(out: Path, doc: dict, log: pd.DataFrame, hist: pd.DataFrame, result) -> None:
-    from scenarios.manifest import build_manifest
-    from scenarios.output import ResultsWriter
-    from scenarios.report import Report, figure_png
+    from whatif.scenarios.manifest import build_manifest
+    from whatif.scenarios.output import ResultsWriter
+    from whatif.scenarios.report import Report, figure_png
 
     manifest = build_manifest(scenario=None, study="gc", seed=doc["seed"],
                               parameters={k: doc[k] for k in ("workload", "platform", "collector", "heap_mb", "scale",

@@ -31,13 +31,13 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from models.errors import ModelInputError
-from models.hbench import AppProfile, GcCostModel, MicrobenchPlan, error_table
-from models.hbench.plots import plot_size_distributions
-from scenarios.errors import ScenarioError
-from scenarios.report import figure_png
-from simulator.errors import SimulatorInputError
-from simulator.schema import format_validation_error
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench import AppProfile, GcCostModel, MicrobenchPlan, error_table
+from whatif.models.hbench.plots import plot_size_distributions
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.report import figure_png
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.schema import format_validation_error
 
 MB = 1024 * 1024
 DEFAULT_APPS = ["specjvm98/compress", "specjvm98/jess", "specjvm98/db", "specjvm98/javac", "specjvm98/mtrt",
@@ -71,12 +71,12 @@ def app_label(workload: str) -> str:
 # ---------------------------------------------------------------------------------------- tasks
 def run_task(item: dict, shared: dict, progress=None) -> dict:
     """One unit of work (module level, so Dask workers can import it)."""
-    from simulator.gc.behaviour import load_behaviour
-    from simulator.gc.config import heap_config
-    from simulator.gc.log import gc_live_spacing, gc_log, gc_size_histogram
-    from simulator.gc.microbench import copy_bandwidth, run_microbenchmark
-    from simulator.gc.run import simulate_gc
-    from simulator.platform import load_platform
+    from whatif.simulator.gc.behaviour import load_behaviour
+    from whatif.simulator.gc.config import heap_config
+    from whatif.simulator.gc.log import gc_live_spacing, gc_log, gc_size_histogram
+    from whatif.simulator.gc.microbench import copy_bandwidth, run_microbenchmark
+    from whatif.simulator.gc.run import simulate_gc
+    from whatif.simulator.platform import load_platform
 
     platform = load_platform(shared["platform"], shared["overrides"])
     t0 = time.perf_counter()
@@ -123,10 +123,10 @@ class HbenchGcStudy:
     sections = ("hbench",)
 
     def run(self, ctx) -> "StudyOutput":
-        from scenarios.progress import progress_bar
-        from scenarios.studies import StudyOutput
-        from simulator.gc.behaviour import load_behaviour
-        from simulator.gc.config import check_collector
+        from whatif.scenarios.progress import progress_bar
+        from whatif.scenarios.studies import StudyOutput
+        from whatif.simulator.gc.behaviour import load_behaviour
+        from whatif.simulator.gc.config import check_collector
 
         raw = ctx.scenario.section("hbench") or {}
         try:
@@ -227,7 +227,7 @@ class HbenchGcStudy:
 
     # ------------------------------------------------------------------ output
     def _output(self, ctx, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict], seconds: float):
-        from scenarios.studies import StudyOutput
+        from whatif.scenarios.studies import StudyOutput
 
         docs = [self._run_doc(r, spec) for r in per_run]
         results = dict(docs[0])

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from models.flowgsp import EFG, FlowGSP, FlowGSPResults, Progress, read_profile
-from scenarios.errors import ScenarioError
+from whatif.models.flowgsp import EFG, FlowGSP, FlowGSPResults, Progress, read_profile
+from whatif.scenarios.errors import ScenarioError
 
 # CLI option -> engine parameter (for messages that name the option the user typed)
 _OPTIONS = {"gap": "gap", "window": "window", "generations": "n_generations", "min-support": "min_support",
@@ -77,9 +77,9 @@ def mine_command(profile: Path, *, gap: int = 0, window: int = 0, generations: i
 
 def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, host_seconds: float) -> None:
     """Parquet tables, results.json, figures, report.html and manifest.json, atomically."""
-    from scenarios.manifest import build_manifest
-    from scenarios.output import ResultsWriter
-    from scenarios.report import Report, figure_png
+    from whatif.scenarios.manifest import build_manifest
+    from whatif.scenarios.output import ResultsWriter
+    from whatif.scenarios.report import Report, figure_png
 
     params = dict(results.parameters)
     manifest = build_manifest(scenario=None, study="flowgsp", seed=None, parameters=params,

@@ -166,6 +166,6 @@ class ResultsWriter:
 
     def figure(self, name: str, fig) -> Path:
         """Write a matplotlib figure (closed afterwards) or PNG bytes already rendered as ``name.png``."""
-        from scenarios.report import figure_png
+        from whatif.scenarios.report import figure_png
 
         return self.bytes(f"{name}.png", fig if isinstance(fig, (bytes, bytearray)) else figure_png(fig))

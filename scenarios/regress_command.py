@@ -9,12 +9,12 @@ from typing import Sequence
 
 import pandas as pd
 
-from models.errors import ModelInputError
-from models.regression import ModelInputWarning, RegressionResults, RegressionStudy, read_counter_totals
-from scenarios.manifest import build_manifest
-from scenarios.output import ResultsWriter
-from scenarios.progress import status
-from scenarios.report import Report, figure_png
+from whatif.models.errors import ModelInputError
+from whatif.models.regression import ModelInputWarning, RegressionResults, RegressionStudy, read_counter_totals
+from whatif.scenarios.manifest import build_manifest
+from whatif.scenarios.output import ResultsWriter
+from whatif.scenarios.progress import status
+from whatif.scenarios.report import Report, figure_png
 
 
 def split_list(text: str | None) -> list[str] | None:

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.regression import RegressionResults, fit_ols
-from models.regression.ols import f_test
-from scenarios.regress_command import regression_figures, regression_tables, report_sections
-from scenarios.regression_study import SEED_MEASUREMENT_CI95_PCT, SEED_TABLE_IV, RegressionSpec, is_tlb_cache
+from whatif.models.regression import RegressionResults, fit_ols
+from whatif.models.regression.ols import f_test
+from whatif.scenarios.regress_command import regression_figures, regression_tables, report_sections
+from whatif.scenarios.regression_study import SEED_MEASUREMENT_CI95_PCT, SEED_TABLE_IV, RegressionSpec, is_tlb_cache
 
 MODELS = ("I", "II", "II_pruned")
 

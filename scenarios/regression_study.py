@@ -50,10 +50,10 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from models.errors import ModelInputError
-from scenarios.errors import ScenarioError
-from simulator.errors import SimulatorInputError
-from simulator.schema import format_validation_error
+from whatif.models.errors import ModelInputError
+from whatif.scenarios.errors import ScenarioError
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.schema import format_validation_error
 
 DEFAULT_FACTORS = [1.0 + 0.5 * i for i in range(11)]          # H_min .. 6 H_min in steps of 0.5 H_min
 SEED_EXCLUDE = ["l2_imiss*l2_dmiss", "dl1_miss*l2_imiss"]      # seed 000 §IV-B: "not meaningful"
@@ -99,7 +99,7 @@ def short_name(workload: str) -> str:
 # ---------------------------------------------------------------------------------------- one configuration
 @lru_cache(maxsize=16)
 def _platform(name: str, overrides: tuple):
-    from simulator.platform import load_platform
+    from whatif.simulator.platform import load_platform
 
     return load_platform(name, overrides)
 
@@ -107,10 +107,10 @@ def _platform(name: str, overrides: tuple):
 def run_configuration(item: dict, shared: dict, progress=None) -> dict:
     """One configuration (variant, workload, heap size, replicate): every event over the PMU runs it
     needs.  Module level, so process pools and Dask workers can import it."""
-    from simulator.gc.behaviour import load_behaviour
-    from simulator.javamachine import JavaMachine
-    from simulator.osnoise import TimerNoise
-    from simulator.pmu import evaluate, event_groups, merge_groups
+    from whatif.simulator.gc.behaviour import load_behaviour
+    from whatif.simulator.javamachine import JavaMachine
+    from whatif.simulator.osnoise import TimerNoise
+    from whatif.simulator.pmu import evaluate, event_groups, merge_groups
 
     platform = _platform(item["platform"], tuple(item["overrides"]))
     pmu = platform.pmu
@@ -144,9 +144,9 @@ class RegressionStudyKind:
     sections = ("regression",)
 
     def run(self, ctx):
-        from scenarios.cachesim_study import compile_kernels
-        from scenarios.progress import progress_bar
-        from scenarios.studies import StudyOutput
+        from whatif.scenarios.cachesim_study import compile_kernels
+        from whatif.scenarios.progress import progress_bar
+        from whatif.scenarios.studies import StudyOutput
 
         spec = self._spec(ctx)
         items = self._items(ctx, spec)
@@ -165,7 +165,7 @@ class RegressionStudyKind:
         sim_seconds = time.perf_counter() - started
         totals, gc = self._tables(items, outs)
         fits = self._fit(ctx, spec, totals)
-        from scenarios.regression_report import build_output
+        from whatif.scenarios.regression_report import build_output
 
         rates = {"sim_instructions_per_s": sum(o["instructions"] for o in outs) / max(sum(o["host_seconds"] for o in outs), 1e-9),
                  "simulation_wall_seconds": sim_seconds, "configurations": len(items), "workers": workers,
@@ -192,9 +192,9 @@ class RegressionStudyKind:
 
     @staticmethod
     def _items(ctx, spec: RegressionSpec) -> list[dict]:
-        from simulator.gc.behaviour import load_behaviour
-        from simulator.gc.config import check_collector
-        from simulator.workload import load_workload
+        from whatif.simulator.gc.behaviour import load_behaviour
+        from whatif.simulator.gc.config import check_collector
+        from whatif.simulator.workload import load_workload
 
         try:
             check_collector(spec.collector)
@@ -243,7 +243,7 @@ class RegressionStudyKind:
 
     @staticmethod
     def _fit(ctx, spec: RegressionSpec, totals: pd.DataFrame) -> dict[str, Any]:
-        from models.regression import ModelInputWarning, RegressionStudy
+        from whatif.models.regression import ModelInputWarning, RegressionStudy
 
         ident = {"variant", "platform", "workload", "heap_kb", "heap_factor", "replicate"}
         predictors = spec.predictors or [c for c in totals.columns if c not in ident and c != spec.response]

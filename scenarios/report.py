@@ -95,7 +95,7 @@ class Report:
 
     def provenance(self, manifest: dict) -> "Report":
         """A closing section listing seed, versions, host time and the resolved parameters."""
-        from scenarios.output import to_json
+        from whatif.scenarios.output import to_json
 
         self.heading("Provenance")
         rows = []

@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from scenarios.executor import Executor
-from scenarios.manifest import build_manifest
-from scenarios.output import ResultsWriter
-from scenarios.report import Report
-from scenarios.scenario import expand_runs, load_scenario
-from scenarios.studies import StudyContext, study_kinds
+from whatif.scenarios.executor import Executor
+from whatif.scenarios.manifest import build_manifest
+from whatif.scenarios.output import ResultsWriter
+from whatif.scenarios.report import Report
+from whatif.scenarios.scenario import expand_runs, load_scenario
+from whatif.scenarios.studies import StudyContext, study_kinds
 
 
 def run_scenario_file(path: str | Path, out: str | Path | None = None, seed: int | None = None,

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
 
-from scenarios.errors import ScenarioError
-from simulator.errors import SimulatorInputError
-from simulator.platform import load_platform
-from simulator.schema import format_validation_error, load_toml, split_assignment
+from whatif.scenarios.errors import ScenarioError
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.platform import load_platform
+from whatif.simulator.schema import format_validation_error, load_toml, split_assignment
 
 SCENARIO_SCHEMA_VERSION = 1
 
@@ -75,7 +75,7 @@ def load_scenario(path: str | Path, seed: int | None = None) -> tuple[Scenario, 
         raw = load_toml(path)
     except SimulatorInputError as exc:
         raise ScenarioError(str(exc)) from None
-    from scenarios.studies import study_kinds
+    from whatif.scenarios.studies import study_kinds
 
     try:
         scenario = Scenario.model_validate(raw)

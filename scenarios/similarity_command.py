@@ -14,14 +14,14 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from models.similarity import SimilarityEngine, SimilarityResults, SimilarityWarning, read_table, run_times_from_table
-from models.similarity.evaluation import SEED002_TABLE9
-from models.similarity.results import MATRIX_LIMIT, PLOT_LIMIT
-from scenarios.errors import ScenarioError
-from scenarios.manifest import build_manifest
-from scenarios.output import ResultsWriter
-from scenarios.progress import status
-from scenarios.report import Report
+from whatif.models.similarity import SimilarityEngine, SimilarityResults, SimilarityWarning, read_table, run_times_from_table
+from whatif.models.similarity.evaluation import SEED002_TABLE9
+from whatif.models.similarity.results import MATRIX_LIMIT, PLOT_LIMIT
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.manifest import build_manifest
+from whatif.scenarios.output import ResultsWriter
+from whatif.scenarios.progress import status
+from whatif.scenarios.report import Report
 
 
 def parse_kmeans(text: str | None) -> tuple[int, ...]:
@@ -154,7 +154,7 @@ def add_report_sections(report: Report, results: SimilarityResults,
     ``figure_sink(name, fig)`` saves a figure and returns its PNG bytes (e.g. through
     ``ResultsWriter.figure``); without it the figures are only embedded.
     """
-    from scenarios.report import figure_png
+    from whatif.scenarios.report import figure_png
 
     def add_figure(name: str, fig, caption: str) -> None:
         png = figure_png(fig) if figure_sink is None else figure_sink(name, fig)

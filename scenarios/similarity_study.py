@@ -32,17 +32,17 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
 
-from models.errors import ModelInputError
-from models.similarity import SimilarityEngine, SimilarityResults, SimilarityWarning, average_ranks
-from models.similarity.evaluation import SEED002_TABLE9
-from scenarios import seed002
-from scenarios.errors import ScenarioError
-from scenarios.report import Report
-from scenarios.similarity_command import _parquet_safe, add_report_sections, result_tables
-from scenarios.simulate_study import cpi_stack_figure, simulate_runs, simulate_spec, simulate_tables
-from simulator.errors import SimulatorInputError
-from simulator.schema import format_validation_error
-from simulator.workload import load_workload
+from whatif.models.errors import ModelInputError
+from whatif.models.similarity import SimilarityEngine, SimilarityResults, SimilarityWarning, average_ranks
+from whatif.models.similarity.evaluation import SEED002_TABLE9
+from whatif.scenarios import seed002
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.report import Report
+from whatif.scenarios.similarity_command import _parquet_safe, add_report_sections, result_tables
+from whatif.scenarios.simulate_study import cpi_stack_figure, simulate_runs, simulate_spec, simulate_tables
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.schema import format_validation_error
+from whatif.simulator.workload import load_workload
 
 MIN_ENGINE_INTERVALS = 3        # the engine's floor (Pearson r of fewer points is meaningless)
 
@@ -64,8 +64,8 @@ class SimilarityStudy:
     sections = ("simulate", "similarity")
 
     def run(self, ctx):
-        from scenarios.progress import status
-        from scenarios.studies import StudyOutput
+        from whatif.scenarios.progress import status
+        from whatif.scenarios.studies import StudyOutput
 
         sim = _similarity_spec(ctx)
         engine = SimilarityEngine(threshold=sim.threshold, method=sim.method, stop_rule=sim.stop_rule,
@@ -300,7 +300,7 @@ def add_study_report(report: Report, results: SimilarityResults, run_times: pd.D
                      notes: list[str], runs: list[dict], spec, sim: SimilaritySpec, sim_tables: dict,
                      figures: dict) -> None:
     """The study's sections; every figure also goes into ``figures`` (name -> (PNG bytes, caption))."""
-    from scenarios.report import figure_png
+    from whatif.scenarios.report import figure_png
 
     def sink(name: str, fig, caption: str = "") -> bytes:
         png = figure_png(fig)                      # rendered once (and closed), for the report and the file

@@ -29,13 +29,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError
 
-from scenarios.errors import ScenarioError
-from simulator.errors import SimulatorInputError
-from simulator.machine import Machine
-from simulator.platform import Platform, load_platform
-from simulator.pmu import evaluate, event_groups, merge_groups
-from simulator.sampling import Sampling, sample
-from simulator.schema import format_validation_error
+from whatif.scenarios.errors import ScenarioError
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.machine import Machine
+from whatif.simulator.platform import Platform, load_platform
+from whatif.simulator.pmu import evaluate, event_groups, merge_groups
+from whatif.simulator.sampling import Sampling, sample
+from whatif.simulator.schema import format_validation_error
 
 DEFAULT_TIME_SCALE = 1e-4
 MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
@@ -75,7 +75,7 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
 
 def _machine(platform, workload, spec: SimulateSpec, seed: int, run_seed: int,
              input_seed: int | None = None) -> Machine:
-    from simulator.osnoise import TimerNoise
+    from whatif.simulator.osnoise import TimerNoise
 
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=seed, run_seed=run_seed,
                 input_seed=input_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
@@ -136,11 +136,11 @@ def simulate_one(platform: Platform, workload: str, spec: SimulateSpec, seed: in
 def simulate_command(platform_name: str, workload: str, instructions: int, overrides: list[str],
                      sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool,
                      warmup: int = 0) -> dict:
-    from scenarios.cachesim_study import compile_kernels
-    from scenarios.manifest import build_manifest
-    from scenarios.output import ResultsWriter
-    from scenarios.progress import status
-    from scenarios.report import Report
+    from whatif.scenarios.cachesim_study import compile_kernels
+    from whatif.scenarios.manifest import build_manifest
+    from whatif.scenarios.output import ResultsWriter
+    from whatif.scenarios.progress import status
+    from whatif.scenarios.report import Report
 
     platform = load_platform(platform_name, overrides)
     try:
@@ -199,7 +199,7 @@ def print_summary(doc: dict) -> None:
 
 def _resolve_workload(name: str) -> None:
     """Fail early, with the list of known workloads, on an unknown name."""
-    from simulator.workload import load_workload
+    from whatif.simulator.workload import load_workload
 
     load_workload(name)
 
@@ -277,7 +277,7 @@ def timeseries_figure(ts: pd.DataFrame, cycles: str, instructions: str, stalls: 
 
 def simulate_figures(runs: list[dict]) -> dict[str, tuple]:
     """name -> (PNG bytes, caption): rendered once, for the report and the file alike."""
-    from scenarios.report import figure_png
+    from whatif.scenarios.report import figure_png
 
     tables = simulate_tables(runs)
     figs = {"cpi_stacks": (figure_png(cpi_stack_figure(tables["cpi_stacks"])), "CPI stack per workload and platform")}
@@ -328,7 +328,7 @@ class SimulateStudy:
         for r in runs:          # and every run's own rate (issue 3: the manifest records each)
             key = f"sim_instructions_per_s[{r['platform']}/{r['workload']}/{r['variant']}/{r['replicate']}]"
             rates[key] = float(r["sim_instructions_per_s"])
-        from scenarios.studies import StudyOutput
+        from whatif.scenarios.studies import StudyOutput
 
         return StudyOutput(results=results, tables=tables, figures=figures,
                            report=lambda rep: add_report(rep, tables, figures),
@@ -361,8 +361,8 @@ def simulate_spec(ctx, min_intervals: int = 1) -> SimulateSpec:
 
 def simulate_runs(ctx, spec: SimulateSpec) -> list[dict]:
     """Every run of the study (locally with a progress bar, or on the cluster): identity + ``simulate_one``."""
-    from scenarios.cachesim_study import compile_kernels
-    from scenarios.progress import progress_bar
+    from whatif.scenarios.cachesim_study import compile_kernels
+    from whatif.scenarios.progress import progress_bar
 
     compile_kernels(ctx.progress)
     with progress_bar(len(ctx.runs), ctx.scenario.study, enabled=ctx.progress) as advance:

@@ -16,11 +16,11 @@ import pandas as pd
 
 # study kind -> "module:Class"
 STUDY_MODULES = {
-    "cachesim": "scenarios.cachesim_study:CachesimStudy",
-    "simulate": "scenarios.simulate_study:SimulateStudy",
-    "hbench-gc": "scenarios.hbench_study:HbenchGcStudy",
-    "regression": "scenarios.regression_study:RegressionStudyKind",
-    "similarity": "scenarios.similarity_study:SimilarityStudy",
+    "cachesim": "whatif.scenarios.cachesim_study:CachesimStudy",
+    "simulate": "whatif.scenarios.simulate_study:SimulateStudy",
+    "hbench-gc": "whatif.scenarios.hbench_study:HbenchGcStudy",
+    "regression": "whatif.scenarios.regression_study:RegressionStudyKind",
+    "similarity": "whatif.scenarios.similarity_study:SimilarityStudy",
 }
 
 

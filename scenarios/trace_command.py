@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scenarios.errors import ScenarioError
-from scenarios.output import atomic_write_bytes, atomic_write_text
-from simulator.traces import lackey_text, mixed_streams, read_trace, synthetic_trace, wtr_bytes
-from scenarios.cachesim_study import trace_summary
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.output import atomic_write_bytes, atomic_write_text
+from whatif.simulator.traces import lackey_text, mixed_streams, read_trace, synthetic_trace, wtr_bytes
+from whatif.scenarios.cachesim_study import trace_summary
 
 
 def write_trace(trace, out: Path) -> None:

@@ -14,13 +14,13 @@ from typing import Any, Callable, Iterable
 
 # Modules whose import registers checks.  Each subsystem keeps its checks next to its study code.
 CHECK_MODULES: list[str] = [
-    "scenarios.checks_core",
-    "scenarios.checks_memory",
-    "scenarios.checks_regression",
-    "scenarios.checks_similarity",
-    "scenarios.checks_similarity_sim",
-    "scenarios.checks_flowgsp",
-    "scenarios.checks_gc",
+    "whatif.scenarios.checks_core",
+    "whatif.scenarios.checks_memory",
+    "whatif.scenarios.checks_regression",
+    "whatif.scenarios.checks_similarity",
+    "whatif.scenarios.checks_similarity_sim",
+    "whatif.scenarios.checks_flowgsp",
+    "whatif.scenarios.checks_gc",
 ]
 
 

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from simulator.gc.behaviour import AllocationStream, AllocBehaviour
-from simulator.gc.config import heap_config
-from simulator.gc.heap import Heap
-from simulator.gc.javarun import JavaRun
-from simulator.isa import InstrBlock
-from simulator.machine import BLOCK, Machine
-from simulator.osnoise import TimerNoise
-from simulator.platform import Platform
+from whatif.simulator.gc.behaviour import AllocationStream, AllocBehaviour
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.heap import Heap
+from whatif.simulator.gc.javarun import JavaRun
+from whatif.simulator.isa import InstrBlock
+from whatif.simulator.machine import BLOCK, Machine
+from whatif.simulator.osnoise import TimerNoise
+from whatif.simulator.platform import Platform
 
 
 class JavaMachine(Machine):

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from simulator.core import Core
-from simulator.isa import InstrBlock, isa_for
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.osnoise import TickHandler, TimerNoise
-from simulator.platform import Platform
-from simulator.schema import flatten
+from whatif.simulator.core import Core
+from whatif.simulator.isa import InstrBlock, isa_for
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.osnoise import TickHandler, TimerNoise
+from whatif.simulator.platform import Platform
+from whatif.simulator.schema import flatten
 
 BLOCK = 1 << 16
 
@@ -36,7 +36,7 @@ class Machine:
     def __init__(self, platform: Platform, workload: Any, instructions: int, seed: int = 0,
                  run_seed: int | None = None, noise: TimerNoise | None = TimerNoise(), predictor: str | None = None,
                  block_size: int = BLOCK, input_seed: int | None = None):
-        from simulator.synth import Synthesizer
+        from whatif.simulator.synth import Synthesizer
 
         run_seed = seed if run_seed is None else run_seed
         self.platform = platform

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.isa import OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock, IsaSpec
+from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock, IsaSpec
 
 KERNEL_TEXT = {"powerpc32": 0xC0000000, "x86_64": 0xFFFFFFFF81000000, "z/Architecture": 0x0000000000100000}
 KERNEL_DATA = {"powerpc32": 0xC0400000, "x86_64": 0xFFFF880000000000, "z/Architecture": 0x0000000008000000}

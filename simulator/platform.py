@@ -19,9 +19,9 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from simulator.errors import SimulatorInputError
-from simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
-from simulator.schema import apply_overrides, check_schema_version, load_toml, split_assignment, validate_model
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
+from whatif.simulator.schema import apply_overrides, check_schema_version, load_toml, split_assignment, validate_model
 
 SCHEMA_VERSION = 1
 # Format changes, so that an old or new file gets a helpful message rather than a field error.

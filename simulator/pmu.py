@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.errors import SimulatorInputError
+from whatif.simulator.errors import SimulatorInputError
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import simpy
 
-from simulator.errors import SimulatorInputError
+from whatif.simulator.errors import SimulatorInputError
 
 
 class Machine(Protocol):

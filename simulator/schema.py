@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import SimulatorInputError
+from whatif.simulator.errors import SimulatorInputError
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:

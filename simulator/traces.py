@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from simulator.errors import SimulatorInputError
+from whatif.simulator.errors import SimulatorInputError
 
 KIND_CODES = {"I": 0, "L": 1, "S": 2, "M": 3}
 KIND_NAMES = ("I", "L", "S", "M")

@@ -29,8 +29,8 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt,
                       ValidationError, model_validator)
 
-from simulator.errors import SimulatorInputError
-from simulator.schema import check_schema_version, format_validation_error, load_toml
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.schema import check_schema_version, format_validation_error, load_toml
 
 SCHEMA_VERSION = 1
 CHANGELOG = {1: "initial workload format (mix, code, branches, dependences, streams, phases, min_heap_kb)"}

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simulator.core import counters as V
-from simulator.core import memport
-from simulator.core.model import build_config, default_btb_miss_penalty
-from simulator.core.timing import HORIZON, RAT_PENALTY, UNIT_NAMES
-from simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL,
+from whatif.simulator.core import counters as V
+from whatif.simulator.core import memport
+from whatif.simulator.core.model import build_config, default_btb_miss_penalty
+from whatif.simulator.core.timing import HORIZON, RAT_PENALTY, UNIT_NAMES
+from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL,
                            OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE, isa_for)
 
 CONTROL = (OP_BRANCH, OP_JUMP, OP_CALL, OP_RET)

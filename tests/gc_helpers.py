@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from simulator.gc.behaviour import AllocBehaviour, AllocationStream
-from simulator.gc.config import heap_config
-from simulator.gc.heap import Heap
-from simulator.gc.state import A_FAIL
+from whatif.simulator.gc.behaviour import AllocBehaviour, AllocationStream
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.heap import Heap
+from whatif.simulator.gc.state import A_FAIL
 
 KB = 1024
 MB = 1024 * 1024

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coreref import RefPredictor
-from simulator.core.predictors import (OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT_RAS_MISS, OUT_TGT, PREDICTORS,
+from whatif.simulator.core.predictors import (OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT_RAS_MISS, OUT_TGT, PREDICTORS,
                                        PredictorConfig, predictor_id, run_predictor)
-from simulator.errors import SimulatorInputError
-from simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_JUMP, OP_RET, InstrBlock
-from simulator.platform import load_platform
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_JUMP, OP_RET, InstrBlock
+from whatif.simulator.platform import load_platform
 
 SMALL_BP = ["branch_predictor.bht_entries=32", "branch_predictor.history_bits=4", "branch_predictor.btb_entries=8",
             "branch_predictor.btb_associativity=2", "branch_predictor.ras_entries=3"]

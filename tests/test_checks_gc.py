@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios import checks_gc
-from simulator.platform import load_platform
+from whatif.scenarios import checks_gc
+from whatif.simulator.platform import load_platform
 
 MB = 1024 * 1024
 

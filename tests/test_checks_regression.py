@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from models.regression import RegressionStudy
-from scenarios.checks_regression import check_planted_interactions, planted_counter_table
-from scenarios.validation import registered_checks
+from whatif.models.regression import RegressionStudy
+from whatif.scenarios.checks_regression import check_planted_interactions, planted_counter_table
+from whatif.scenarios.validation import registered_checks
 
 
 def test_z_scale_truth_is_exact_on_noise_free_data():

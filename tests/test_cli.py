@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from simulator.platform import load_platform
-from simulator.schema import flatten
+from whatif.cli import app
+from whatif.simulator.platform import load_platform
+from whatif.simulator.schema import flatten
 
 runner = CliRunner()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simulator.core import counters as V
+from whatif.simulator.core import counters as V
 
 
 def test_counter_names_are_unique_and_documented():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.core import microbench as MB
-from simulator.isa import CONTROL_OPS, OP_ALU, OP_BRANCH, OP_CALL, OP_JUMP, OP_LOAD, OP_RET
+from whatif.simulator.core import microbench as MB
+from whatif.simulator.isa import CONTROL_OPS, OP_ALU, OP_BRANCH, OP_CALL, OP_JUMP, OP_LOAD, OP_RET
 
 
 def test_dependent_chain_reads_the_previous_result():
@@ -91,7 +91,7 @@ def test_chase_longer_than_its_footprint_goes_round_the_same_cycle():
 
 
 def test_chase_layout_has_room_for_every_load():
-    from scenarios import checks_core
+    from whatif.scenarios import checks_core
 
     p = checks_core._platform("mpc7447a")
     footprint, stride, page = checks_core.chase_layout(p, 20_000)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.core import Core, cause_names
-from simulator.core import counters as V
-from simulator.core import microbench as MB
-from simulator.core import timing as TM
-from simulator.core.model import build_config, default_btb_miss_penalty
-from simulator.errors import SimulatorInputError
-from simulator.isa import OP_DIV, OP_FP, OP_LOAD, OP_MUL
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import load_platform
+from whatif.simulator.core import Core, cause_names
+from whatif.simulator.core import counters as V
+from whatif.simulator.core import microbench as MB
+from whatif.simulator.core import timing as TM
+from whatif.simulator.core.model import build_config, default_btb_miss_penalty
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import OP_DIV, OP_FP, OP_LOAD, OP_MUL
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import load_platform
 
 
 def test_configuration_comes_from_the_platform_file():

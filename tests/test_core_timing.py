@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coreref import RefCore
-from simulator.core import Core
-from simulator.core import counters as V
-from simulator.core.microbench import random_program
-from simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_BRANCH, OP_CALL, OP_JUMP,
+from whatif.simulator.core import Core
+from whatif.simulator.core import counters as V
+from whatif.simulator.core.microbench import random_program
+from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_BRANCH, OP_CALL, OP_JUMP,
                            OP_LOAD, OP_RET, OP_STORE, InstrBlock)
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import load_platform
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import load_platform
 
 SMALL = ("core.rob_entries=10", "core.rs_entries=4", "core.load_queue=3", "core.store_queue=2", "l1d.mshrs=2",
          "core.fetch_queue=5", "branch_predictor.btb_entries=8", "branch_predictor.btb_associativity=2",

@@ -3,9 +3,9 @@
 import pandas as pd
 import pytest
 
-from scenarios.errors import ScenarioError
-from scenarios.executor import Executor
-from scenarios.runner import run_scenario_file
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.executor import Executor
+from whatif.scenarios.runner import run_scenario_file
 
 from test_cli import SMALL_SCENARIO
 

@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from models.flowgsp import write_tables
-from models.flowgsp.synthetic import synthetic_efg, synthetic_profile
-from models.flowgsp.formats import write_json
+from whatif.cli import app
+from whatif.models.flowgsp import write_tables
+from whatif.models.flowgsp.synthetic import synthetic_efg, synthetic_profile
+from whatif.models.flowgsp.formats import write_json
 
 
 def graph_doc():

@@ -2,8 +2,8 @@
 
 import pytest
 
-from models.errors import ModelInputError
-from models.flowgsp import EFG, FlowGSP
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp import EFG, FlowGSP
 
 
 def small():

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from models.errors import ModelInputError
-from models.flowgsp import parse_json, read_json, read_profile, write_json
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp import parse_json, read_json, read_profile, write_json
 
 DOC = {"methods": [{"name": "m", "vertices": [{"id": 0, "weight": 1.5, "attributes": ["A"]},
                                               {"id": 1, "weight": 2, "attributes": ["B", "A"]}],

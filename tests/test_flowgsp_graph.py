@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from models.errors import ModelInputError
-from models.flowgsp import EFG
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp import EFG
 
 
 def two_methods():

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from models.flowgsp import EFG, FlowGSP, count_candidates
-from models.flowgsp.reference import all_supports, reference_mine
-from models.flowgsp.sequences import first_generation, next_generation
+from whatif.models.flowgsp import EFG, FlowGSP, count_candidates
+from whatif.models.flowgsp.reference import all_supports, reference_mine
+from whatif.models.flowgsp.sequences import first_generation, next_generation
 
 LETTERS = ("A", "B", "C", "D")
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True, database=None)

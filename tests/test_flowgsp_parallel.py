@@ -2,9 +2,9 @@
 
 import pytest
 
-from models.errors import ModelInputError
-from models.flowgsp import FlowGSP
-from models.flowgsp.synthetic import synthetic_efg
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp import FlowGSP
+from whatif.models.flowgsp.synthetic import synthetic_efg
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_local_workers_and_dask_cluster_agree_exactly(efg):
 
 
 def test_unreachable_cluster_is_a_user_error(efg, monkeypatch):
-    import models.flowgsp.parallel as parallel
+    import whatif.models.flowgsp.parallel as parallel
 
     monkeypatch.setattr(parallel, "DASK_CONNECT_TIMEOUT_S", 0.5)
     with pytest.raises(ModelInputError, match=r"cannot connect to the Dask scheduler at tcp://127.0.0.1:9"):

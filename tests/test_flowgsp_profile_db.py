@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.errors import ModelInputError
-from models.flowgsp import read_profile, read_sqlite, read_tables, write_tables
-from models.flowgsp.profile_db import SCHEMA, efg_from_tables
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp import read_profile, read_sqlite, read_tables, write_tables
+from whatif.models.flowgsp.profile_db import SCHEMA, efg_from_tables
 
 
 def hand_tables():

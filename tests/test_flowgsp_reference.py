@@ -6,8 +6,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from models.flowgsp import EFG, count_candidates
-from models.flowgsp.reference import ReferenceGraph, contains, reference_next_generation, sequence_support
+from whatif.models.flowgsp import EFG, count_candidates
+from whatif.models.flowgsp.reference import ReferenceGraph, contains, reference_next_generation, sequence_support
 
 A, B, C, D = 0, 1, 2, 3
 NAMES = ("A", "B", "C", "D")

@@ -7,8 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 import pytest
 
-from models.flowgsp import EFG, FlowGSP, FlowGSPResults
-from models.flowgsp.results import GenerationStats, SequenceSupport
+from whatif.models.flowgsp import EFG, FlowGSP, FlowGSPResults
+from whatif.models.flowgsp.results import GenerationStats, SequenceSupport
 
 
 def small():

@@ -2,8 +2,8 @@
 
 from hypothesis import given, settings, strategies as st
 
-from models.flowgsp.reference import reference_next_generation
-from models.flowgsp.sequences import (contiguous_subsequences, drop_first, drop_last, first_generation,
+from whatif.models.flowgsp.reference import reference_next_generation
+from whatif.models.flowgsp.sequences import (contiguous_subsequences, drop_first, drop_last, first_generation,
                                       format_sequence, join, next_generation)
 
 A, B, C, D = 0, 1, 2, 3

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from models.errors import ModelInputError
-from models.flowgsp import count_candidates
-from models.flowgsp.profile_db import efg_from_tables
-from models.flowgsp.synthetic import (chain_support, chain_walks, plant, profile_shape, synthetic_efg,
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp import count_candidates
+from whatif.models.flowgsp.profile_db import efg_from_tables
+from whatif.models.flowgsp.synthetic import (chain_support, chain_walks, plant, profile_shape, synthetic_efg,
                                       synthetic_profile)
 
 

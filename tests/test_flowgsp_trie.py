@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from models.flowgsp.trie import build_trie
+from whatif.models.flowgsp.trie import build_trie
 
 A, B, C, D = 0, 1, 2, 3
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.errors import SimulatorInputError
-from simulator.gc.behaviour import AllocationStream, alloc_suites, load_behaviour, load_catalog
-from simulator.gc.state import IMMORTAL
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.gc.behaviour import AllocationStream, alloc_suites, load_behaviour, load_catalog
+from whatif.simulator.gc.state import IMMORTAL
 from tests.gc_helpers import MB, behaviour
 
 SEED_003_TABLE_5_3 = {"compress": 334, "jess": 748, "db": 224, "javac": 518, "mtrt": 355, "jack": 481, "r2mark": 1552}

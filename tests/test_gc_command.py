@@ -8,7 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from whatif.cli import app
 
 ARGS = ["gc", "--workload", "specjvm98/jack", "--heap-mb", "32", "--scale", "0.01"]
 

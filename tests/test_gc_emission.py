@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.gc import kernel_alloc as KA
-from simulator.gc.config import heap_config
-from simulator.gc.heap import Heap
-from simulator.gc.layout import HEAP_BASE, PC_MARK, PC_SWEEP, R_HDR, R_POS, ROOT_BASE
-from simulator.gc.state import IMMORTAL
-from simulator.isa import FIELDS, OP_ALU, OP_LOAD, InstrBlock
+from whatif.simulator.gc import kernel_alloc as KA
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.heap import Heap
+from whatif.simulator.gc.layout import HEAP_BASE, PC_MARK, PC_SWEEP, R_HDR, R_POS, ROOT_BASE
+from whatif.simulator.gc.state import IMMORTAL
+from whatif.simulator.isa import FIELDS, OP_ALU, OP_LOAD, InstrBlock
 
 KB = 1024
 

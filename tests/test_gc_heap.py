@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.gc import kernel_alloc as KA
-from simulator.gc import reference as R
-from simulator.gc.behaviour import AllocationStream
-from simulator.gc.config import heap_config
-from simulator.gc.heap import Heap
-from simulator.gc.state import A_DONE, A_FAIL, IMMORTAL, S_NF, S_NROOTS
+from whatif.simulator.gc import kernel_alloc as KA
+from whatif.simulator.gc import reference as R
+from whatif.simulator.gc.behaviour import AllocationStream
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.heap import Heap
+from whatif.simulator.gc.state import A_DONE, A_FAIL, IMMORTAL, S_NF, S_NROOTS
 from tests.gc_helpers import KB, behaviour, fill_until_failure, small_heap
 
 
@@ -173,7 +173,7 @@ def test_roots_expire_when_their_clusters_die():
 
 
 def test_heap_config_rejects_a_heap_smaller_than_one_object():
-    from simulator.errors import SimulatorInputError
+    from whatif.simulator.errors import SimulatorInputError
 
     with pytest.raises(SimulatorInputError, match="smaller than one object"):
         heap_config(heap_bytes=4)

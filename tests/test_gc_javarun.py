@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.errors import SimulatorInputError
-from simulator.gc.behaviour import AllocationStream
-from simulator.gc.config import heap_config
-from simulator.gc.heap import Heap
-from simulator.gc.javarun import JavaRun
-from simulator.gc.timing import GcTimer
-from simulator.isa import OP_ALU, OP_LOAD, InstrBlock
-from simulator.platform import load_platform
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.gc.behaviour import AllocationStream
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.heap import Heap
+from whatif.simulator.gc.javarun import JavaRun
+from whatif.simulator.gc.timing import GcTimer
+from whatif.simulator.isa import OP_ALU, OP_LOAD, InstrBlock
+from whatif.simulator.platform import load_platform
 from tests.gc_helpers import KB, MB, behaviour
 
 
@@ -89,7 +89,7 @@ def test_instructions_per_unit_must_be_positive():
 
 
 def test_java_run_with_the_workload_synthesizer():
-    from simulator.synth import Synthesizer
+    from whatif.simulator.synth import Synthesizer
 
     platform = load_platform("mpc7447a")
     synth = Synthesizer("specjvm98/javac", platform.isa, seed=1, instructions=300_000)

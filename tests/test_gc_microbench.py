@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.errors import SimulatorInputError
-from simulator.gc.microbench import STEPS, copy_bandwidth, run_microbenchmark
-from simulator.platform import load_platform
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.gc.microbench import STEPS, copy_bandwidth, run_microbenchmark
+from whatif.simulator.platform import load_platform
 
 MB = 1024 * 1024
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.gc.config import heap_config
-from simulator.gc.log import LOG_COLUMNS, gc_log, gc_size_histogram, summary
-from simulator.gc.run import simulate_gc
-from simulator.platform import load_platform
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.log import LOG_COLUMNS, gc_log, gc_size_histogram, summary
+from whatif.simulator.gc.run import simulate_gc
+from whatif.simulator.platform import load_platform
 from tests.gc_helpers import KB, MB, behaviour
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.gc.timing import GcTimer
-from simulator.isa import OP_ALU, OP_LOAD, InstrBlock
-from simulator.platform import load_platform
+from whatif.simulator.gc.timing import GcTimer
+from whatif.simulator.isa import OP_ALU, OP_LOAD, InstrBlock
+from whatif.simulator.platform import load_platform
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.errors import ModelInputError
-from models.hbench import AppProfile, GcCostModel, GcTimePredictor, error_table
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench import AppProfile, GcCostModel, GcTimePredictor, error_table
 from tests.hbench_helpers import A, B, MB, c_dead, c_live, microbench, profile_tables
 
 

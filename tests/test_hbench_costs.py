@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.errors import ModelInputError
-from models.hbench import GcCostModel
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench import GcCostModel
 from tests.hbench_helpers import A, B, C_DEAD, C_LIVE, C_REF, C_VISIT, MB, SIZES, microbench
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from models.errors import ModelInputError
-from models.hbench import TABLE_5_4_SIZES, MicrobenchPlan
-from models.hbench.microbench import object_bytes
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench import TABLE_5_4_SIZES, MicrobenchPlan
+from whatif.models.hbench.microbench import object_bytes
 
 
 def test_default_plan_follows_the_seed():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from models.errors import ModelInputError
-from models.hbench import AppProfile, read_table
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench import AppProfile, read_table
 from tests.hbench_helpers import MB, profile_tables
 
 

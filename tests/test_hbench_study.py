@@ -7,12 +7,12 @@ import json
 import pandas as pd
 import pytest
 
-from scenarios.errors import ScenarioError
-from scenarios.hbench_study import HbenchSpec
-from scenarios.runner import run_scenario_file
-from scenarios.scenario import load_scenario
-from models.hbench import MicrobenchPlan
-from simulator.gc.behaviour import load_behaviour
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.hbench_study import HbenchSpec
+from whatif.scenarios.runner import run_scenario_file
+from whatif.scenarios.scenario import load_scenario
+from whatif.models.hbench import MicrobenchPlan
+from whatif.simulator.gc.behaviour import load_behaviour
 
 MINI = """schema_version = 1
 name = "mini"

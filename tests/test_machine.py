@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.machine import Machine
-from simulator.osnoise import TimerNoise
-from simulator.platform import load_platform
-from simulator.sampling import Sampling, sample
-from simulator.workload import load_workload
+from whatif.simulator.machine import Machine
+from whatif.simulator.osnoise import TimerNoise
+from whatif.simulator.platform import load_platform
+from whatif.simulator.sampling import Sampling, sample
+from whatif.simulator.workload import load_workload
 
 N = 80_000
 

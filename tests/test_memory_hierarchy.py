@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memref import RefHierarchy
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import load_platform, platform_names
-from simulator.traces import Stream, Trace, mixed_streams, synthetic_trace
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import load_platform, platform_names
+from whatif.simulator.traces import Stream, Trace, mixed_streams, synthetic_trace
 
 
 def both(platform, trace, seed=0, cycles_per_record=None):
@@ -234,7 +234,7 @@ def test_lru_and_fifo_stamps_survive_clock_wraparound():
     """Replacement stamps are 32-bit: before a level's clock would wrap, every set's stamps are renumbered in
     the same order.  Pushing the clocks to the edge before every chunk forces many renumberings; the counts
     must still equal the reference's."""
-    from simulator.memory import state as L
+    from whatif.simulator.memory import state as L
 
     tr = small_trace(12, n=12000)
     platform = load_platform("mpc7447a", ["l1d.replacement=lru", "l1i.replacement=fifo", "l2.replacement=lru",
@@ -308,8 +308,8 @@ def test_core_runs_give_the_engines_the_core_cycle():
     after the previous one's memory latency, never finds the 7447A's three L2 engines busy; the same
     loads independent issue a few cycles apart and drop prefetches, as the same addresses do in a trace
     run packed one access per cycle."""
-    from simulator.core import Core
-    from simulator.isa import OP_LOAD, InstrBlock
+    from whatif.simulator.core import Core
+    from whatif.simulator.isa import OP_LOAD, InstrBlock
 
     platform = load_platform("mpc7447a")
     n = 60
@@ -361,7 +361,7 @@ def test_untimed_traces_space_records_by_the_memory_latency():
 
 
 def test_cycles_per_record_must_be_positive():
-    from simulator.errors import SimulatorInputError
+    from whatif.simulator.errors import SimulatorInputError
 
     tr = loads(0x4000000 + 64 * np.arange(3))
     with pytest.raises(SimulatorInputError, match="cycles_per_record"):

@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from scenarios.output import ResultsWriter, atomic_write_text, to_json
-from scenarios.report import Report
+from whatif.scenarios.output import ResultsWriter, atomic_write_text, to_json
+from whatif.scenarios.report import Report
 
 
 def test_results_dir_appears_only_on_success(tmp_path):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from simulator.errors import SimulatorInputError
-from simulator.platform import PLATFORM_DIR, load_platform, platform_names
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.platform import PLATFORM_DIR, load_platform, platform_names
 
 SEED000_EVENTS = ["cycles", "instd", "inst", "br_mpred", "ld", "st", "fpu", "br", "other", "dtlb_miss",
                   "itlb_miss", "il1_miss", "dl1_miss", "l2_hits", "l2_miss", "l2_dmiss", "l2_imiss",

@@ -2,9 +2,9 @@
 
 import pytest
 
-from simulator.errors import SimulatorInputError
-from simulator.platform import load_platform
-from simulator.pmu import event_groups, merge_groups
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.platform import load_platform
+from whatif.simulator.pmu import event_groups, merge_groups
 
 
 def test_mpc7447a_needs_four_runs_of_six_counters_with_cycles_in_each():
@@ -39,7 +39,7 @@ def test_no_counters_is_an_error():
 
 
 def test_evaluate_sums_and_differences():
-    from simulator.pmu import evaluate
+    from whatif.simulator.pmu import evaluate
 
     counters = {"a": 10, "b": 3, "L2.misses": 7}
     assert evaluate({"x": "a - b + L2.misses", "y": "a"}, counters) == {"x": 14.0, "y": 10.0}

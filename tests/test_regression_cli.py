@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from scenarios.checks_regression import planted_counter_table
+from whatif.cli import app
+from whatif.scenarios.checks_regression import planted_counter_table
 
 runner = CliRunner()
 

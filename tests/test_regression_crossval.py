@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import stats
 
-from models.errors import ModelInputError
-from models.regression.crossval import cross_validate, kfold_indices
+from whatif.models.errors import ModelInputError
+from whatif.models.regression.crossval import cross_validate, kfold_indices
 
 
 @settings(max_examples=40, deadline=None)

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.errors import ModelInputError
-from models.regression.data import prepare, read_counter_totals
+from whatif.models.errors import ModelInputError
+from whatif.models.regression.data import prepare, read_counter_totals
 
 
 def _table(n=12):

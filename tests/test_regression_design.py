@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from models.errors import ModelInputError
-from models.regression.design import (Standardizer, aliased_columns, aliased_columns_reference, build_terms,
+from whatif.models.errors import ModelInputError
+from whatif.models.regression.design import (Standardizer, aliased_columns, aliased_columns_reference, build_terms,
                                       design_matrix, parse_exclude, term_name)
 
 

@@ -8,9 +8,9 @@ import statsmodels.api as sm
 from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.outliers_influence import variance_inflation_factor
 
-from models.regression import RegressionStudy
-from models.regression.ols import bic_conventional, bic_seed, f_test, fit_ols
-from scenarios.checks_regression import planted_counter_table
+from whatif.models.regression import RegressionStudy
+from whatif.models.regression.ols import bic_conventional, bic_seed, f_test, fit_ols
+from whatif.scenarios.checks_regression import planted_counter_table
 
 RTOL = 1e-8
 
@@ -99,7 +99,7 @@ def test_vif_agrees_with_statsmodels(fitted):
 
 def test_agreement_on_a_full_171_term_design():
     """The acceptance case: II-order design of 18 counter-like predictors (171 terms), 400 rows."""
-    from models.regression.design import Standardizer, build_terms, design_matrix
+    from whatif.models.regression.design import Standardizer, build_terms, design_matrix
 
     df, _ = planted_counter_table(400, 18, seed=3)
     preds = [f"ev{j:02d}" for j in range(18)]

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from models.regression.design import Standardizer, build_terms, design_matrix
-from models.regression.ols import bic, fit_ols
-from models.regression.stepwise import stepwise, stepwise_reference
+from whatif.models.regression.design import Standardizer, build_terms, design_matrix
+from whatif.models.regression.ols import bic, fit_ols
+from whatif.models.regression.stepwise import stepwise, stepwise_reference
 
 
 def _problem(seed, n, k, n_active):

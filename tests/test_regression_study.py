@@ -9,9 +9,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from models.errors import ModelInputError  # noqa: E402
-from models.regression import ModelInputWarning, RegressionStudy  # noqa: E402
-from scenarios.checks_regression import planted_counter_table  # noqa: E402
+from whatif.models.errors import ModelInputError  # noqa: E402
+from whatif.models.regression import ModelInputWarning, RegressionStudy  # noqa: E402
+from whatif.scenarios.checks_regression import planted_counter_table  # noqa: E402
 
 
 def _fit(df, **kw):

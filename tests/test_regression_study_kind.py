@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.errors import ScenarioError
-from scenarios.regression_study import SEED_EXCLUDE, RegressionSpec, is_tlb_cache
-from scenarios.runner import run_scenario_file
-from scenarios.scenario import expand_runs, load_scenario
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.regression_study import SEED_EXCLUDE, RegressionSpec, is_tlb_cache
+from whatif.scenarios.runner import run_scenario_file
+from whatif.scenarios.scenario import expand_runs, load_scenario
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "java-7447a-regression.toml"
 PREDICTORS = ["dl1_miss", "l2_dmiss", "dtlb_miss", "itlb_miss"]
@@ -159,7 +159,7 @@ def test_unknown_predictor_names_the_events(tmp_path):
 
 @pytest.mark.parametrize("same_input", [True, False])
 def test_replicates_read_one_input_unless_told_otherwise(same_input):
-    from scenarios.regression_study import run_configuration
+    from whatif.scenarios.regression_study import run_configuration
 
     shared = {"instructions": 20_000, "instructions_per_unit": 0.05, "heap_scale": 1 / 32,
               "collector": "mark-sweep", "pmu": "ideal", "os_noise": False, "same_input": same_input,
@@ -178,7 +178,7 @@ def test_replicates_read_one_input_unless_told_otherwise(same_input):
 def test_measurement_interval_is_the_t_interval_of_replicates():
     from scipy import stats
 
-    from scenarios.regression_report import measurement_ci95_pct
+    from whatif.scenarios.regression_report import measurement_ci95_pct
 
     rows = [("v", "w", 1.0, c) for c in (100.0, 102.0, 98.0)] + [("v", "w", 2.0, c) for c in (200.0, 200.0, 200.0)]
     rows += [("u", "w", 1.0, 50.0)]
@@ -190,7 +190,7 @@ def test_measurement_interval_is_the_t_interval_of_replicates():
 
 
 def test_tlb_cache_verdict_reads_the_three_signals():
-    from scenarios.regression_report import verdict_text
+    from whatif.scenarios.regression_report import verdict_text
 
     def docs(kept_on, kept_off, p_on, p_off, r2_on, r2_off):
         def doc(kept, p, r2):

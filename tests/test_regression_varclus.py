@@ -6,7 +6,7 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 
-from models.regression.varclus import redundant_predictors, spearman2, spearman_rho2, varclus
+from whatif.models.regression.varclus import redundant_predictors, spearman2, spearman_rho2, varclus
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from simulator.errors import SimulatorInputError
-from simulator.sampling import Sampling, sample
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.sampling import Sampling, sample
 
 
 class CountingMachine:

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from models.similarity import average_ranks
-from scenarios import validation
-from scenarios.checks_similarity import planted_families, synthetic_time_series
-from models.similarity.rank import similarity_matrix, spearman_embedding
+from whatif.models.similarity import average_ranks
+from whatif.scenarios import validation
+from whatif.scenarios.checks_similarity import planted_families, synthetic_time_series
+from whatif.models.similarity.rank import similarity_matrix, spearman_embedding
 
 
 def test_checks_registered_and_pass_quick():

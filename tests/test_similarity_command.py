@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from whatif.cli import app
 
 TABLE1 = Path(__file__).parent / "data" / "seed002_table1.csv"
 STALLS = ["RESOURCE_STALLS.LOAD", "RESOURCE_STALLS.STORE", "RAT_STALLS.ANY", "RESOURCE_STALLS.ROB_FULL",

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models.errors import ModelInputError
-from models.similarity import (PARAMETER_CONSTRAINTS, SimilarityEngine, SimilarityWarning, signatures_from_arrays)
-from models.similarity import results as results_mod
+from whatif.models.errors import ModelInputError
+from whatif.models.similarity import (PARAMETER_CONSTRAINTS, SimilarityEngine, SimilarityWarning, signatures_from_arrays)
+from whatif.models.similarity import results as results_mod
 
 TABLE1 = Path(__file__).parent / "data" / "seed002_table1.csv"
 APPS = ["400.perlbench", "483.xalancbmk", "403.gcc", "429.mcf", "401.bzip2", "445.gobmk", "456.hmmer",
@@ -200,7 +200,7 @@ def test_plots_and_summary(table1_results):
 def test_linkage_matrix_is_valid_for_scipy(table1_results):
     from scipy.cluster.hierarchy import is_valid_linkage
 
-    from models.similarity.plots import linkage_matrix
+    from whatif.models.similarity.plots import linkage_matrix
 
     z = linkage_matrix(table1_results["nehalem"].hierarchy)
     assert is_valid_linkage(z) and len(z) == 11

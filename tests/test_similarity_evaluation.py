@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from models.similarity.evaluation import SEED002_TABLE9, direction, evaluate_systems, predict
+from whatif.models.similarity.evaluation import SEED002_TABLE9, direction, evaluate_systems, predict
 
 
 def _times(rows):

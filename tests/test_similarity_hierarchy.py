@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pathlib import Path
 
-from models.similarity.hierarchy import algorithm1, algorithm2, build_hierarchy
-from models.similarity.mst import DistanceSource, minimum_spanning_tree, minimum_spanning_tree_dense
-from models.similarity.rank import distance_matrix, spearman_embedding
+from whatif.models.similarity.hierarchy import algorithm1, algorithm2, build_hierarchy
+from whatif.models.similarity.mst import DistanceSource, minimum_spanning_tree, minimum_spanning_tree_dense
+from whatif.models.similarity.rank import distance_matrix, spearman_embedding
 
 TABLE1 = Path(__file__).parent / "data" / "seed002_table1.csv"
 

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.similarity.kmeans import hartigan_wong
-from models.similarity.results import adjusted_rand_index
+from whatif.models.similarity.kmeans import hartigan_wong
+from whatif.models.similarity.results import adjusted_rand_index
 
 
 def sse(x, labels, k):

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import minimum_spanning_tree as scipy_mst
 
-from models.similarity.mst import (DistanceSource, find_pair_at_least, minimum_spanning_tree,
+from whatif.models.similarity.mst import (DistanceSource, find_pair_at_least, minimum_spanning_tree,
                                    minimum_spanning_tree_dense)
-from models.similarity.rank import distance_matrix, spearman_embedding
+from whatif.models.similarity.rank import distance_matrix, spearman_embedding
 
 
 def slow_kruskal(d):

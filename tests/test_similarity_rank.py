@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.stats import kendalltau, rankdata, spearmanr
 
-from models.similarity.rank import (average_ranks, degenerate_rows, distance_matrix, kendall_embedding, pair_distance,
+from whatif.models.similarity.rank import (average_ranks, degenerate_rows, distance_matrix, kendall_embedding, pair_distance,
                                     quantise_distance, similarity_matrix, spearman_embedding)
 
 # signatures with many ties: components from a coarse grid

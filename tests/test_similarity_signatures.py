@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from scipy.stats import pearsonr
 
-from models.errors import ModelInputError
-from models.similarity.io import read_table, run_times_from_table
-from models.similarity.signatures import (select_stall_columns, signatures_from_table,
+from whatif.models.errors import ModelInputError
+from whatif.models.similarity.io import read_table, run_times_from_table
+from whatif.models.similarity.signatures import (select_stall_columns, signatures_from_table,
                                           signatures_from_time_series)
 
 TABLE1 = Path(__file__).parent / "data" / "seed002_table1.csv"

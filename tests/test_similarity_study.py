@@ -11,11 +11,11 @@ import pytest
 from scipy.stats import pearsonr
 from typer.testing import CliRunner
 
-from cli import app
-from scenarios.scenario import load_scenario
-from scenarios.similarity_study import SimilaritySpec
-from scenarios.simulate_study import SimulateSpec
-from simulator.platform import load_platform
+from whatif.cli import app
+from whatif.scenarios.scenario import load_scenario
+from whatif.scenarios.similarity_study import SimilaritySpec
+from whatif.scenarios.simulate_study import SimulateSpec
+from whatif.simulator.platform import load_platform
 
 SHIPPED = Path(__file__).parent.parent / "scenarios" / "cint2006-similarity.toml"
 PAIRS = {f"{a}->{b}" for a in ("harpertown", "nehalem", "westmere") for b in ("harpertown", "nehalem", "westmere")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from simulator.platform import load_platform
-from scenarios.simulate_study import SimulateSpec, simulate_one
+from whatif.cli import app
+from whatif.simulator.platform import load_platform
+from whatif.scenarios.simulate_study import SimulateSpec, simulate_one
 
 runner = CliRunner()
 N = 60_000

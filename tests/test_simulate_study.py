@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from scenarios.runner import run_scenario_file
-from scenarios.scenario import expand_runs, load_scenario
+from whatif.scenarios.runner import run_scenario_file
+from whatif.scenarios.scenario import expand_runs, load_scenario
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "xeon-cpi-stacks.toml"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FIELDS, OP_ALU, OP_CALL, OP_DIV, OP_FP,
+from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FIELDS, OP_ALU, OP_CALL, OP_DIV, OP_FP,
                            OP_JUMP, OP_LOAD, OP_MUL, OP_RET, InstrBlock, isa_for)
-from simulator.synth import kernel as K
-from simulator.synth import stats
-from simulator.synth.streams import S_CHASE, S_RANDOM, S_SEQ, S_STRIDED
+from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth import stats
+from whatif.simulator.synth.streams import S_CHASE, S_RANDOM, S_SEQ, S_STRIDED
 from test_synth_cases import memory, spec, static_index, synth
 
 N = 600_000

@@ -7,9 +7,9 @@ import copy
 
 import numpy as np
 
-from simulator.isa import OP_LOAD, OP_STORE, InstrBlock
-from simulator.synth import Synthesizer
-from simulator.workload import workload_from_dict
+from whatif.simulator.isa import OP_LOAD, OP_STORE, InstrBlock
+from whatif.simulator.synth import Synthesizer
+from whatif.simulator.workload import workload_from_dict
 
 BASE = {
     "description": "synthesis test workload: every stream kind, two phases",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.isa import FIELDS, isa_for
-from simulator.synth import Synthesizer, stats
-from simulator.synth.structure import taken_range
-from simulator.workload import workload_names
+from whatif.simulator.isa import FIELDS, isa_for
+from whatif.simulator.synth import Synthesizer, stats
+from whatif.simulator.synth.structure import taken_range
+from whatif.simulator.workload import workload_names
 
 ISA = {"specjvm98": "powerpc32", "cint2006": "x86_64", "yahoo_y": "x86_64"}   # the seeds' platforms
 

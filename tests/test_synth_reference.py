@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulator.isa import FIELDS, OP_CALL, OP_LOAD, OP_RET, OP_STORE
-from simulator.synth import Synthesizer
-from simulator.synth import kernel as K
-from simulator.synth import stats
-from simulator.synth.reference import ReferenceWalker
+from whatif.simulator.isa import FIELDS, OP_CALL, OP_LOAD, OP_RET, OP_STORE
+from whatif.simulator.synth import Synthesizer
+from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth import stats
+from whatif.simulator.synth.reference import ReferenceWalker
 from test_synth_cases import ref, spec, static_index, synth
 
 
@@ -107,7 +107,7 @@ def test_synthesiser_invariants(doc, isa, seed, cuts):
             writers = np.flatnonzero(whole.dst[:b] == reg)
             assert writers[-1] == a
     # registers within the ISA's files
-    from simulator.isa import isa_for
+    from whatif.simulator.isa import isa_for
     spec_ = isa_for(isa)
     regs = np.concatenate([whole.dst, whole.src1, whole.src2, whole.areg])
     assert regs.max() < spec_.gprs + spec_.fprs

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.synth.assign import quota_assign
-from simulator.synth.streams import (alias_table, build_streams, next_u64, perm_walk, random_rank, zipf_table,
+from whatif.simulator.synth.assign import quota_assign
+from whatif.simulator.synth.streams import (alias_table, build_streams, next_u64, perm_walk, random_rank, zipf_table,
                                      zipf_weights)
-from simulator.synth.structure import mean_floor
-from simulator.workload import Stream
+from whatif.simulator.synth.structure import mean_floor
+from whatif.simulator.workload import Stream
 
 
 @given(st.integers(1, 5000), st.integers(0, 2 ** 63 - 1))

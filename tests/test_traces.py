@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.errors import SimulatorInputError
-from simulator.traces import (Stream, Trace, lackey_text, mixed_streams, read_lackey, read_trace, read_wtr,
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.traces import (Stream, Trace, lackey_text, mixed_streams, read_lackey, read_trace, read_wtr,
                               synthetic_trace, wtr_bytes)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.errors import SimulatorInputError
-from simulator.workload import (SCHEMA_VERSION, catalog_paths, load_catalog, load_workload, phase_lengths,
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.workload import (SCHEMA_VERSION, catalog_paths, load_catalog, load_workload, phase_lengths,
                                 workload_from_dict, workload_names)
 
 CINT2006 = ["400.perlbench", "401.bzip2", "403.gcc", "429.mcf", "445.gobmk", "456.hmmer", "458.sjeng",
@@ -84,7 +84,7 @@ def test_yahoo_y_is_large_and_control_intensive():
 def test_names_and_listing():
     names = workload_names()
     assert len(names) == 22 and "cint2006/429.mcf" in names and "specjvm98/compress" in names
-    from scenarios.catalog import listing
+    from whatif.scenarios.catalog import listing
     listed = dict(listing("workloads"))
     assert listed["cint2006/429.mcf"].startswith("429.mcf:")
     assert set(listed) == set(names)
@@ -237,6 +237,6 @@ def test_too_many_chase_streams(tmp_path):
 
 
 def test_unknown_isa():
-    from simulator.synth import Synthesizer
+    from whatif.simulator.synth import Synthesizer
     with pytest.raises(SimulatorInputError, match="unknown ISA 'vax'; known: "):
         Synthesizer("compress", "vax")

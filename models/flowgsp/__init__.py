@@ -4,12 +4,12 @@ See ``models/flowgsp/README.md`` for the semantics, the file formats and where t
 seed's pseudo-code.
 """
 
-from models.flowgsp.engine import FlowGSP, Progress, count_candidates
-from models.flowgsp.formats import parse_json, read_json, read_profile, to_json_text, write_json
-from models.flowgsp.graph import EFG
-from models.flowgsp.profile_db import efg_from_tables, read_sqlite, read_tables, write_tables
-from models.flowgsp.results import FlowGSPResults, GenerationStats, SequenceSupport
-from models.flowgsp.synthetic import synthetic_efg, synthetic_profile
+from whatif.models.flowgsp.engine import FlowGSP, Progress, count_candidates
+from whatif.models.flowgsp.formats import parse_json, read_json, read_profile, to_json_text, write_json
+from whatif.models.flowgsp.graph import EFG
+from whatif.models.flowgsp.profile_db import efg_from_tables, read_sqlite, read_tables, write_tables
+from whatif.models.flowgsp.results import FlowGSPResults, GenerationStats, SequenceSupport
+from whatif.models.flowgsp.synthetic import synthetic_efg, synthetic_profile
 
 __all__ = ["EFG", "FlowGSP", "FlowGSPResults", "GenerationStats", "Progress", "SequenceSupport",
            "count_candidates", "efg_from_tables", "parse_json", "read_json", "read_profile", "read_sqlite",

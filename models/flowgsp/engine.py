@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from models.errors import ModelInputError, constraint_error
-from models.flowgsp.graph import CHUNK_VERTICES, EFG
-from models.flowgsp.parallel import default_workers, make_executor
-from models.flowgsp.results import FlowGSPResults, GenerationStats, SequenceSupport
-from models.flowgsp.sequences import Seq, first_generation, next_generation
-from models.flowgsp.trie import build_trie
+from whatif.models.errors import ModelInputError, constraint_error
+from whatif.models.flowgsp.graph import CHUNK_VERTICES, EFG
+from whatif.models.flowgsp.parallel import default_workers, make_executor
+from whatif.models.flowgsp.results import FlowGSPResults, GenerationStats, SequenceSupport
+from whatif.models.flowgsp.sequences import Seq, first_generation, next_generation
+from whatif.models.flowgsp.trie import build_trie
 
 MAX_GAP = 16
 MAX_WINDOW = 16

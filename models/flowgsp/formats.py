@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from models.errors import ModelInputError
-from models.flowgsp.graph import EFG
-from models.flowgsp.profile_db import is_sqlite_file, read_sqlite
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp.graph import EFG
+from whatif.models.flowgsp.profile_db import is_sqlite_file, read_sqlite
 
 
 def parse_json(text: str, source: str = "<string>") -> EFG:

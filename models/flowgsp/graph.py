@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from models.errors import ModelInputError
+from whatif.models.errors import ModelInputError
 
 #: Vertices per work chunk (chunks are whole methods; the split depends on the graph only, never on the
 #: number of workers, so that every executor sums the same partial results in the same order).

@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from models.flowgsp.graph import GraphChunk
-from models.flowgsp.trie import CandidateTrie
+from whatif.models.flowgsp.graph import GraphChunk
+from whatif.models.flowgsp.trie import CandidateTrie
 
 _BIG = np.int64(1) << np.int64(60)
 

@@ -17,10 +17,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from models.errors import ModelInputError
-from models.flowgsp.graph import GraphChunk
-from models.flowgsp.kernel import count_chunk
-from models.flowgsp.trie import CandidateTrie, build_trie
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp.graph import GraphChunk
+from whatif.models.flowgsp.kernel import count_chunk
+from whatif.models.flowgsp.trie import CandidateTrie, build_trie
 
 DASK_CONNECT_TIMEOUT_S = 10
 

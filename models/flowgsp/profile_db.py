@@ -33,8 +33,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from models.errors import ModelInputError
-from models.flowgsp.graph import EFG
+from whatif.models.errors import ModelInputError
+from whatif.models.flowgsp.graph import EFG
 
 SCHEMA: dict[str, tuple[str, ...]] = {
     "Symbol": ("symbol_id", "name", "jit_entry_offset"),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from models.flowgsp.graph import EFG
+from whatif.models.flowgsp.graph import EFG
 
 Seq = tuple[tuple[int, ...], ...]
 

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from models.flowgsp.sequences import format_sequence
+from whatif.models.flowgsp.sequences import format_sequence
 
 
 @dataclass(frozen=True)

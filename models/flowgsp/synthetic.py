@@ -22,9 +22,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from models.errors import constraint_error
-from models.flowgsp.graph import EFG
-from models.flowgsp.profile_db import TICKS, efg_from_tables
+from whatif.models.errors import constraint_error
+from whatif.models.flowgsp.graph import EFG
+from whatif.models.flowgsp.profile_db import TICKS, efg_from_tables
 
 OPCODES = ("L", "LG", "ST", "LR", "LA", "AHI", "STG", "LGR", "CHI", "CR", "MVC", "SLL")
 OPCODE_WEIGHTS = 1.0 / np.arange(1, len(OPCODES) + 1) ** 0.8

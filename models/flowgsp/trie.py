@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from models.flowgsp.sequences import Seq
+from whatif.models.flowgsp.sequences import Seq
 
 
 @dataclass(frozen=True)

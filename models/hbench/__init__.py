@@ -3,7 +3,7 @@ functions, measured by microbenchmarks, and the application's memory behaviour, 
 
 Typical use::
 
-    from models.hbench import GcCostModel, AppProfile, MicrobenchPlan
+    from whatif.models.hbench import GcCostModel, AppProfile, MicrobenchPlan
 
     plan = MicrobenchPlan().scaled(0.125)          # which microbenchmark runs to make
     costs = GcCostModel(copy_bandwidth=5e8).fit(microbench_table)   # Table 5-4
@@ -16,10 +16,10 @@ Works the same on measured tables (see the column lists in :mod:`models.hbench.m
 :mod:`models.hbench.profile`); nothing here imports the simulator.
 """
 
-from models.hbench.analyzer import GcTimePredictor, PredictionResults, error_table
-from models.hbench.costs import GcCostModel, GcCostResults, LinearFit
-from models.hbench.microbench import TABLE_5_4_SIZES, MicrobenchPlan, normalise_microbench
-from models.hbench.profile import AppProfile, read_table
+from whatif.models.hbench.analyzer import GcTimePredictor, PredictionResults, error_table
+from whatif.models.hbench.costs import GcCostModel, GcCostResults, LinearFit
+from whatif.models.hbench.microbench import TABLE_5_4_SIZES, MicrobenchPlan, normalise_microbench
+from whatif.models.hbench.profile import AppProfile, read_table
 
 __all__ = ["AppProfile", "GcCostModel", "GcCostResults", "GcTimePredictor", "LinearFit", "MicrobenchPlan",
            "PredictionResults", "TABLE_5_4_SIZES", "error_table", "normalise_microbench", "read_table"]

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.errors import ModelInputError
-from models.hbench.costs import GcCostResults
-from models.hbench.profile import AppProfile
-from models.regression.params import Boolean, Options, validate_params
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench.costs import GcCostResults
+from whatif.models.hbench.profile import AppProfile
+from whatif.models.regression.params import Boolean, Options, validate_params
 
 
 class GcTimePredictor:
@@ -183,7 +183,7 @@ class PredictionResults:
         return "\n".join(lines)
 
     def plot_predicted_vs_actual(self, title: str | None = None):
-        from models.hbench.plots import plot_predicted_vs_actual
+        from whatif.models.hbench.plots import plot_predicted_vs_actual
 
         return plot_predicted_vs_actual(self, title)
 

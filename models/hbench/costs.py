@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from models.errors import ModelInputError
-from models.hbench.microbench import MB, normalise_microbench
-from models.regression.params import Interval, NoneOr, validate_params
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench.microbench import MB, normalise_microbench
+from whatif.models.regression.params import Interval, NoneOr, validate_params
 
 
 @dataclass(frozen=True)
@@ -216,24 +216,24 @@ class GcCostResults:
 
     # ---- plots ---------------------------------------------------------------------------------
     def plot_heap_size(self):
-        from models.hbench.plots import plot_heap_size
+        from whatif.models.hbench.plots import plot_heap_size
 
         return plot_heap_size(self)
 
     def plot_object_size(self):
-        from models.hbench.plots import plot_object_size
+        from whatif.models.hbench.plots import plot_object_size
 
         return plot_object_size(self)
 
     def plot_memory_reads(self):
-        from models.hbench.plots import plot_memory_reads
+        from whatif.models.hbench.plots import plot_memory_reads
 
         return plot_memory_reads(self)
 
     def predict(self, profile, distribution: str = "pooled", connectivity: bool = False, copy: bool = True,
                 spacing: bool = False):
         """Predict every collection of an application profile; see :mod:`models.hbench.analyzer`."""
-        from models.hbench.analyzer import GcTimePredictor
+        from whatif.models.hbench.analyzer import GcTimePredictor
 
         return GcTimePredictor(distribution=distribution, connectivity=connectivity, copy=copy,
                                spacing=spacing).fit(self, profile)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from models.errors import ModelInputError
+from whatif.models.errors import ModelInputError
 
 #: object sizes of seed 003 Table 5-4 (payload bytes)
 TABLE_5_4_SIZES = tuple(range(12, 133, 8))

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.errors import ModelInputError
-from models.hbench.microbench import MB, _numeric
+from whatif.models.errors import ModelInputError
+from whatif.models.hbench.microbench import MB, _numeric
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 Typical use::
 
-    from models.regression import RegressionStudy, read_counter_totals
+    from whatif.models.regression import RegressionStudy, read_counter_totals
 
     df = read_counter_totals("totals.csv")
     res = RegressionStudy(order=2, prune="bic", folds=10, seed=1).fit(
@@ -11,10 +11,10 @@ Typical use::
     res.table_iv(); res.to_dict(); res.plot_varclus(); res.plot_residuals()
 """
 
-from models.regression.data import ID_COLUMNS, read_counter_totals
-from models.regression.ols import FTest, OLSFit, fit_ols
-from models.regression.results import ModelFit, RegressionResults, RegressionSummary
-from models.regression.study import ModelInputWarning, RegressionStudy
+from whatif.models.regression.data import ID_COLUMNS, read_counter_totals
+from whatif.models.regression.ols import FTest, OLSFit, fit_ols
+from whatif.models.regression.results import ModelFit, RegressionResults, RegressionSummary
+from whatif.models.regression.study import ModelInputWarning, RegressionStudy
 
 __all__ = ["ID_COLUMNS", "FTest", "ModelFit", "ModelInputWarning", "OLSFit", "RegressionResults",
            "RegressionStudy", "RegressionSummary", "fit_ols", "read_counter_totals"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from models.errors import ModelInputError
+from whatif.models.errors import ModelInputError
 
 
 def kfold_indices(n: int, k: int, seed: int | None) -> list[np.ndarray]:

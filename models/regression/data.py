@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from models.errors import ModelInputError
+from whatif.models.errors import ModelInputError
 
 #: Identifying columns of contract 1; never chosen as default predictors.
 ID_COLUMNS: tuple[str, ...] = ("workload", "platform", "variant", "replicate", "heap_kb", "seed", "run")

@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from models.errors import ModelInputError
+from whatif.models.errors import ModelInputError
 
 Term = tuple[str, ...]
 INTERCEPT = "(Intercept)"

@@ -10,7 +10,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from models.errors import constraint_error
+from whatif.models.errors import constraint_error
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from models.errors import ModelInputError
-from models.regression.crossval import CVResult
-from models.regression.data import numeric_column
-from models.regression.design import INTERCEPT, Standardizer, Term, design_matrix, term_name
-from models.regression.ols import FTest, OLSFit
-from models.regression.stepwise import StepwiseResult
-from models.regression.varclus import Varclus
+from whatif.models.errors import ModelInputError
+from whatif.models.regression.crossval import CVResult
+from whatif.models.regression.data import numeric_column
+from whatif.models.regression.design import INTERCEPT, Standardizer, Term, design_matrix, term_name
+from whatif.models.regression.ols import FTest, OLSFit
+from whatif.models.regression.stepwise import StepwiseResult
+from whatif.models.regression.varclus import Varclus
 
 #: Display names of the models (seed Table IV).
 MODEL_LABELS = {"I": "I-order", "II": "II-order", "III": "III-order", "II_pruned": "II-order pruned",
@@ -293,24 +293,24 @@ class RegressionResults:
     # ------------------------------------------------------------------ figures
     def plot_varclus(self):
         """Figure 1: dendrogram of the predictors on Spearman rho^2."""
-        from models.regression.plots import plot_varclus
+        from whatif.models.regression.plots import plot_varclus
 
         return plot_varclus(self.varclus)
 
     def plot_spearman2(self):
         """Figure 2: strength of the marginal relationships (adjusted spearman2 rho^2)."""
-        from models.regression.plots import plot_spearman2
+        from whatif.models.regression.plots import plot_spearman2
 
         return plot_spearman2(self.spearman2, self.response)
 
     def plot_coefficients(self, model: str | None = None):
         """Figure 3: estimates with 95% intervals."""
-        from models.regression.plots import plot_coefficients
+        from whatif.models.regression.plots import plot_coefficients
 
         return plot_coefficients(self.model(model or self.pruned_name or list(self.models)[-1]))
 
     def plot_residuals(self, model: str | None = None):
         """Figure 4: residuals against fitted values."""
-        from models.regression.plots import plot_residuals
+        from whatif.models.regression.plots import plot_residuals
 
         return plot_residuals(self.model(model or self.pruned_name or list(self.models)[-1]), self.response)

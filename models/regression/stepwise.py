@@ -25,8 +25,8 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy import linalg
 
-from models.regression.design import Term, term_name
-from models.regression.ols import bic
+from whatif.models.regression.design import Term, term_name
+from whatif.models.regression.ols import bic
 
 #: A move is made only if it lowers the criterion by more than this relative amount (no cycling on ties).
 REL_IMPROVEMENT = 1e-12

@@ -9,17 +9,17 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from models.errors import ModelInputError
-from models.regression.crossval import cross_validate, kfold_indices
-from models.regression.data import ID_COLUMNS, prepare
-from models.regression.design import (Standardizer, aliased_columns, build_terms, design_matrix, parse_exclude,
+from whatif.models.errors import ModelInputError
+from whatif.models.regression.crossval import cross_validate, kfold_indices
+from whatif.models.regression.data import ID_COLUMNS, prepare
+from whatif.models.regression.design import (Standardizer, aliased_columns, build_terms, design_matrix, parse_exclude,
                                       term_name)
-from models.regression.ols import BIC_FORMS, f_test, fit_ols
-from models.regression.params import (Boolean, Interval, NoneOr, Options, StrSequence, unknown_params,
+from whatif.models.regression.ols import BIC_FORMS, f_test, fit_ols
+from whatif.models.regression.params import (Boolean, Interval, NoneOr, Options, StrSequence, unknown_params,
                                       validate_params)
-from models.regression.results import ModelFit, RegressionResults
-from models.regression.stepwise import stepwise
-from models.regression.varclus import redundant_predictors, spearman2, varclus
+from whatif.models.regression.results import ModelFit, RegressionResults
+from whatif.models.regression.stepwise import stepwise
+from whatif.models.regression.varclus import redundant_predictors, spearman2, varclus
 
 ROMAN = {1: "I", 2: "II", 3: "III"}
 

@@ -6,7 +6,7 @@ g) and Algorithm 2 (smallest cluster holding a reference); k-means comparison; s
 
 Typical use::
 
-    from models.similarity import SimilarityEngine
+    from whatif.models.similarity import SimilarityEngine
     res = SimilarityEngine(threshold=0.5, reference="yahoo_y").fit(time_series_df, run_times=run_times_df)
     res["harpertown"].clusters, res.system_evaluation.table(), res.to_dict()
 """

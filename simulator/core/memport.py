@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from simulator.memory import kernel as MK
+from whatif.simulator.memory import kernel as MK
 
 
 @njit(cache=True, inline="always")

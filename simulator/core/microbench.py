@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.isa import (FIELDS, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET,
+from whatif.simulator.isa import (FIELDS, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET,
                            OP_STORE, InstrBlock, isa_for)
 
 CODE_BASE = 0x400000

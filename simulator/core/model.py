@@ -22,13 +22,13 @@ from collections import namedtuple
 
 import numpy as np
 
-from simulator.core import counters as V
-from simulator.core import timing as TM
-from simulator.core.predictors import PredictorConfig
-from simulator.errors import SimulatorInputError, constraint_error
-from simulator.isa import FIELDS, OP_NAMES, InstrBlock, isa_for
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import Platform
+from whatif.simulator.core import counters as V
+from whatif.simulator.core import timing as TM
+from whatif.simulator.core.predictors import PredictorConfig
+from whatif.simulator.errors import SimulatorInputError, constraint_error
+from whatif.simulator.isa import FIELDS, OP_NAMES, InstrBlock, isa_for
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import Platform
 
 # op class -> preferred unit names (first present in the platform's [core.units] wins)
 UNIT_PREFERENCE = {

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from simulator.errors import SimulatorInputError
-from simulator.isa import OP_BRANCH, OP_CALL, OP_JUMP, OP_RET
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import OP_BRANCH, OP_CALL, OP_JUMP, OP_RET
 
 U64 = np.uint64
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)

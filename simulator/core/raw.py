@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from simulator.memory.state import _voidptr      # the one integer-address-to-pointer intrinsic
+from whatif.simulator.memory.state import _voidptr      # the one integer-address-to-pointer intrinsic
 
 
 @njit(cache=True, inline="always")

@@ -90,12 +90,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.core import counters as V
-from simulator.core.predictors import OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT_RAS_MISS, OUT_TGT, \
+from whatif.simulator.core import counters as V
+from whatif.simulator.core.predictors import OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT_RAS_MISS, OUT_TGT, \
     predict_control
-from simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL, \
+from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL, \
     OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE
-from simulator.core import memport, raw
+from whatif.simulator.core import memport, raw
 
 U64 = np.uint64
 RING = 1 << 15                 # issue-reservation ring (cycles)

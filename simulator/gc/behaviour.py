@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from simulator.errors import SimulatorInputError
-from simulator.gc.state import IMMORTAL
-from simulator.schema import load_toml, validate_model
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.gc.state import IMMORTAL
+from whatif.simulator.schema import load_toml, validate_model
 
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads" / "alloc"
 ALLOC_SCHEMA_VERSION = 1

@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from simulator.errors import SimulatorInputError
-from simulator.schema import format_validation_error
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.schema import format_validation_error
 
 #: collector name -> description
 COLLECTORS = {

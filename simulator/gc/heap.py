@@ -17,19 +17,19 @@ from typing import Callable, Generator
 
 import numpy as np
 
-from simulator.gc import kernel_alloc as KA
-from simulator.gc.config import GROWTH_STEP, HeapConfig
-from simulator.gc.kernel_copying import cp_step
-from simulator.gc.kernel_marksweep import ms_step
-from simulator.gc.state import (A_GROW_ROOTS, COLLECTOR_IDS, P_CLEAR, P_CROOTS, P_DONE, P_MARK, P_ROOTS, P_SWEEP,
+from whatif.simulator.gc import kernel_alloc as KA
+from whatif.simulator.gc.config import GROWTH_STEP, HeapConfig
+from whatif.simulator.gc.kernel_copying import cp_step
+from whatif.simulator.gc.kernel_marksweep import ms_step
+from whatif.simulator.gc.state import (A_GROW_ROOTS, COLLECTOR_IDS, P_CLEAR, P_CROOTS, P_DONE, P_MARK, P_ROOTS, P_SWEEP,
                                 P_SWEPT, S_CLOCK, S_COBJ, S_COLLECTOR, S_COPIED_BYTES, S_COPIED_OBJ, S_DEAD_BYTES,
                                 S_DEAD_OBJ, S_DEST, S_EPOCH, S_FROM, S_HDR, S_HEAP, S_LIVE_BYTES, S_LIVE_OBJ,
                                 S_MARK_VISITS, S_MAX_STACK, S_MAXHEAP, S_NALLOC, S_NEED, S_NF, S_NROOTS, S_OBJBYTES,
                                 S_OBJS, S_PHASE, S_POS, S_REFS_SCANNED, S_ROOTS_SCANNED, S_SCAN, S_SEMI, S_SEMISIZE,
                                 S_TOP, ST_FINISHED, ST_GROW_STACK, ST_MORE, ST_NEED_BUF, grown, hist_bin_payload,
                                 new_arrays)
-from simulator.gc.timing import empty_buffer
-from simulator.isa import InstrBlock
+from whatif.simulator.gc.timing import empty_buffer
+from whatif.simulator.isa import InstrBlock
 
 DEFAULT_BUFFER = 1 << 15
 

@@ -33,13 +33,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from simulator.errors import SimulatorInputError
-from simulator.gc.behaviour import AllocationStream
-from simulator.gc.heap import Collection, Heap
-from simulator.gc.layout import PC_ALLOC, R_OBJ, R_TMP
-from simulator.gc.mutator import allocation_stores
-from simulator.gc.state import A_FAIL
-from simulator.isa import OP_STORE, InstrBlock
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.gc.behaviour import AllocationStream
+from whatif.simulator.gc.heap import Collection, Heap
+from whatif.simulator.gc.layout import PC_ALLOC, R_OBJ, R_TMP
+from whatif.simulator.gc.mutator import allocation_stores
+from whatif.simulator.gc.state import A_FAIL
+from whatif.simulator.isa import OP_STORE, InstrBlock
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.gc.state import (IMMORTAL, A_DONE, A_FAIL, A_GROW_ROOTS, OPEN_CAP, S_BEND, S_BP, S_CDEATH, S_CIMM,
+from whatif.simulator.gc.state import (IMMORTAL, A_DONE, A_FAIL, A_GROW_ROOTS, OPEN_CAP, S_BEND, S_BP, S_CDEATH, S_CIMM,
                                 S_CLOCK, S_FI, S_HDR, S_NALLOC, S_NEED, S_NF, S_NIDFREE, S_NIDS, S_NIMM,
                                 S_NOPEN, S_NQ, S_NRFREE, S_NROOTS, S_OBJBYTES, S_OBJS)
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.gc.layout import (CLASS_BASE, HEAP_BASE, PC_CROOTS, PC_EVAC, PC_SCAN, R_CLS, R_CNT, R_DST,
+from whatif.simulator.gc.layout import (CLASS_BASE, HEAP_BASE, PC_CROOTS, PC_EVAC, PC_SCAN, R_CLS, R_CNT, R_DST,
                                  R_FLD, R_HDR, R_OBJ, R_POS, R_ROOT, R_TMP, R_TST, ROOT_BASE, alu, branch, load,
                                  store)
-from simulator.gc.state import (FAR, HIST_BINS, P_CDEAD, P_CROOTS, P_DONE, P_SCAN, S_CFIELD, S_COBJ,
+from whatif.simulator.gc.state import (FAR, HIST_BINS, P_CDEAD, P_CROOTS, P_DONE, P_SCAN, S_CFIELD, S_COBJ,
                                 S_COPIED_BYTES, S_COPIED_OBJ, S_DEAD_BYTES, S_DEAD_OBJ, S_DEST, S_EPOCH, S_FROM,
                                 S_HDR, S_LIVE_BYTES, S_LIVE_OBJ, S_NEED, S_NIDFREE, S_NROOTS, S_OBJBYTES,
                                 S_OBJS, S_PHASE, S_POS, S_REFS_SCANNED, S_ROOTS_SCANNED, S_SCAN,

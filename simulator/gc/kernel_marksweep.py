@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.gc.layout import (BITMAP_BASE, CLASS_BASE, HEAP_BASE, PC_CLEAR, PC_FIXROOTS, PC_FIXUP, PC_FWD,
+from whatif.simulator.gc.layout import (BITMAP_BASE, CLASS_BASE, HEAP_BASE, PC_CLEAR, PC_FIXROOTS, PC_FIXUP, PC_FWD,
                                  PC_MARK, PC_MOVE, PC_ROOTS, PC_SWEEP, R_BIT, R_BMW, R_CLS, R_CNT, R_DST,
                                  R_FLD, R_HDR, R_HEAD, R_OBJ, R_POS, R_ROOT, R_RUN, R_SP, R_TMP, R_TST, ROOT_BASE,
                                  STACK_BASE, alu, branch, load, store)
-from simulator.gc.state import (FAR, HIST_BINS, S_LASTLIVE, P_CLEAR, P_DONE, P_FIXROOTS, P_FIXUP, P_FWD, P_MARK, P_MOVE,
+from whatif.simulator.gc.state import (FAR, HIST_BINS, S_LASTLIVE, P_CLEAR, P_DONE, P_FIXROOTS, P_FIXUP, P_FWD, P_MARK, P_MOVE,
                                 P_ROOTS, P_SWEEP, P_SWEPT, S_CFIELD, S_CNREF, S_COBJ, S_COPIED_BYTES,
                                 S_COPIED_OBJ, S_DEAD_BYTES, S_DEAD_OBJ, S_DEST, S_HDR, S_HEAP, S_LIVE_BYTES,
                                 S_LIVE_OBJ, S_MARK_VISITS, S_MAX_STACK, S_NEED, S_NF, S_NIDFREE, S_NROOTS,

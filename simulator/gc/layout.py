@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.isa import OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE
+from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE
 
 U64 = np.uint64
 

@@ -25,16 +25,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.errors import SimulatorInputError
-from simulator.gc import kernel_alloc as KA
-from simulator.gc.config import heap_config
-from simulator.gc.heap import Heap
-from simulator.gc.mutator import flush, touch
-from simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS, R_TMP, alu, branch, load, store
-from simulator.gc.state import IMMORTAL
-from simulator.gc.timing import GcTimer, empty_buffer
-from simulator.isa import InstrBlock
-from simulator.platform import Platform
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.gc import kernel_alloc as KA
+from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.heap import Heap
+from whatif.simulator.gc.mutator import flush, touch
+from whatif.simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS, R_TMP, alu, branch, load, store
+from whatif.simulator.gc.state import IMMORTAL
+from whatif.simulator.gc.timing import GcTimer, empty_buffer
+from whatif.simulator.isa import InstrBlock
+from whatif.simulator.platform import Platform
 
 STEPS = ("live", "dead", "empty")
 MB = 1024 * 1024

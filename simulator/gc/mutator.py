@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.gc.layout import HEAP_BASE
+from whatif.simulator.gc.layout import HEAP_BASE
 
 STORE_STRIDE = 32
 STORE_BYTES = 8

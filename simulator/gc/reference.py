@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from simulator.gc import kernel_alloc as KA
+from whatif.simulator.gc import kernel_alloc as KA
 
 
 def prepare(heap) -> None:

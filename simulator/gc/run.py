@@ -19,13 +19,13 @@ from typing import Callable
 
 import numpy as np
 
-from simulator.gc.behaviour import AllocBehaviour, AllocationStream
-from simulator.gc.config import HeapConfig
-from simulator.gc.heap import Collection, Heap
-from simulator.gc.mutator import touch
-from simulator.gc.state import A_FAIL
-from simulator.gc.timing import GcTimer
-from simulator.platform import Platform
+from whatif.simulator.gc.behaviour import AllocBehaviour, AllocationStream
+from whatif.simulator.gc.config import HeapConfig
+from whatif.simulator.gc.heap import Collection, Heap
+from whatif.simulator.gc.mutator import touch
+from whatif.simulator.gc.state import A_FAIL
+from whatif.simulator.gc.timing import GcTimer
+from whatif.simulator.platform import Platform
 
 
 @dataclass

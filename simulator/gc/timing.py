@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.core import Core
-from simulator.isa import FIELDS
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import Platform
+from whatif.simulator.core import Core
+from whatif.simulator.isa import FIELDS
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import Platform
 
 
 class GcTimer:

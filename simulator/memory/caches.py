@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.memory.state import (
+from whatif.simulator.memory.state import (
     C0, C_ABOVE, C_BITS0, C_INCLUSIVE, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_NSETS, C_PF_DEGREE,
     C_PF_BUSY0, C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS,
     C_WRITE_ALLOC, C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED,

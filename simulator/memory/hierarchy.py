@@ -14,11 +14,11 @@ from typing import Callable
 
 import numpy as np
 
-from simulator.errors import SimulatorInputError
-from simulator.memory import kernel as K
-from simulator.memory import state as L
-from simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
-from simulator.platform import Platform
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.memory import kernel as K
+from whatif.simulator.memory import state as L
+from whatif.simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
+from whatif.simulator.platform import Platform
 
 SRC_NAMES = ("instr", "load", "store", "walk", "prefetch", "writeback")
 

@@ -44,9 +44,9 @@ from pathlib import Path
 from numba import njit
 from numba.core.dispatcher import Dispatcher
 
-from simulator.memory.caches import (_prefetch_after_demand, _touch, line_miss, prefetch_sets, request,
+from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, line_miss, prefetch_sets, request,
                                      train_ip_stride)
-from simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
+from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
     C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK,
     CN_ACC, CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
     G_ITLB0, G_ITLB1, G_IWALK_LEVELS, G_L1D, G_L1I, G_MAPPING, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, G_PTE_BYTES,
@@ -398,7 +398,7 @@ def _drop_stale_caches() -> None:
     """numba's ``cache=True`` keys a cached function on its own source file only, but these kernels
     inline code and constants from ``state.py`` and ``caches.py``: when any of the three files changes,
     drop the cached machine code of all of them (each process checks once, at import)."""
-    from simulator.memory import caches, state
+    from whatif.simulator.memory import caches, state
 
     modules = (state, caches, sys.modules[__name__])
     digest = hashlib.sha1(b"".join(Path(m.__file__).read_bytes() for m in modules)).hexdigest()

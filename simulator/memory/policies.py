@@ -7,7 +7,7 @@ done better: no bare TypeError).
 
 from __future__ import annotations
 
-from simulator.errors import SimulatorInputError
+from whatif.simulator.errors import SimulatorInputError
 
 # Replacement policies.  "plru" is the binary-tree pseudo-LRU of the MPC7447A L1 and many Intel caches.
 REPLACEMENT = {"lru": 0, "plru": 1, "fifo": 2, "random": 3}

@@ -6,7 +6,7 @@ to data streams, calibrated so that the expected dynamic stream has the describe
 share and taken rate — and walks it, handing out :class:`simulator.isa.InstrBlock` chunks.
 """
 
-from simulator.synth.program import StaticProgram, build_program, program_for
-from simulator.synth.synthesizer import Synthesizer
+from whatif.simulator.synth.program import StaticProgram, build_program, program_for
+from whatif.simulator.synth.synthesizer import Synthesizer
 
 __all__ = ["StaticProgram", "Synthesizer", "build_program", "program_for"]

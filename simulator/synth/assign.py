@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
+from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
     OP_LOAD, OP_MUL, OP_STORE
-from simulator.synth.structure import T_NONE, PhaseCode
+from whatif.simulator.synth.structure import T_NONE, PhaseCode
 
 MAX_BLOCK = 400
 SLOT_OPS = np.array([OP_LOAD, OP_STORE, OP_FP, OP_ALU, OP_MUL, OP_DIV], dtype=np.uint8)

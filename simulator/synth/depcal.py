@@ -17,10 +17,10 @@ from typing import Callable
 
 import numpy as np
 
-from simulator.isa import OP_LOAD, OP_STORE
-from simulator.synth import kernel as K
-from simulator.synth.stats import dependence_distances
-from simulator.synth.streams import StreamTable
+from whatif.simulator.isa import OP_LOAD, OP_STORE
+from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth.stats import dependence_distances
+from whatif.simulator.synth.streams import StreamTable
 
 WALK = 150_000          # instructions walked per phase
 ROUNDS = 4

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.synth.streams import (C_BASE, C_BITS, C_CUR, C_ELEM, C_KIND, C_N, C_POS, C_RENEW, C_SALT, C_SIZE,
+from whatif.simulator.synth.streams import (C_BASE, C_BITS, C_CUR, C_ELEM, C_KIND, C_N, C_POS, C_RENEW, C_SALT, C_SIZE,
                                      C_UNIT, C_ZLEN, C_ZOFF, M1, RENEW_ONE, S_CHASE, S_SEQ, S_STRIDED, mix64,
                                      perm_walk, to_unit)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.isa import FIELDS, InstrBlock
-from simulator.synth import kernel as K
-from simulator.synth.program import StaticProgram
-from simulator.synth.streams import RENEW_ONE, S_CHASE, S_RANDOM, S_SEQ, S_STRIDED
+from whatif.simulator.isa import FIELDS, InstrBlock
+from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth.program import StaticProgram
+from whatif.simulator.synth.streams import RENEW_ONE, S_CHASE, S_RANDOM, S_SEQ, S_STRIDED
 
 MASK64 = (1 << 64) - 1
 GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.isa import OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_RET, OP_STORE, InstrBlock
+from whatif.simulator.isa import OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_RET, OP_STORE, InstrBlock
 
 CONTROL = (OP_BRANCH, OP_JUMP, OP_CALL, OP_RET)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from simulator.workload import Stream
+from whatif.simulator.workload import Stream
 
 STREAM_KINDS = ("sequential", "strided", "chase", "random")
 S_SEQ, S_STRIDED, S_CHASE, S_RANDOM = range(4)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.workload import PhaseParams
+from whatif.simulator.workload import PhaseParams
 
 # block terminators
 T_NONE, T_IF, T_LOOP, T_JUMP, T_CALL, T_RET, T_PH_EXIT, T_PH_CONT, T_PH_SWITCH = range(9)
@@ -512,7 +512,7 @@ def assign_behaviours(pc: PhaseCode, rng: np.random.Generator) -> None:
     """Re-deal the branch behaviours by dynamic weight: forward branches get biased / periodic /
     random, loops fixed / variable trip counts, by the weighted quota rule (hottest first), so that
     the requested shares hold for executed branches, not just for static ones."""
-    from simulator.synth.assign import weighted_classes      # (assign imports this module)
+    from whatif.simulator.synth.assign import weighted_classes      # (assign imports this module)
     br = pc.params.branches
     w, _ = block_weights(pc)
     heads = np.flatnonzero(pc.b_term == T_IF)

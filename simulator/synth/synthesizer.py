@@ -17,11 +17,11 @@ import bisect
 
 import numpy as np
 
-from simulator.errors import SimulatorInputError
-from simulator.isa import FIELDS, IsaSpec, InstrBlock, isa_for
-from simulator.synth import kernel as K
-from simulator.synth.program import StaticProgram, nominal_lengths, program_for
-from simulator.workload import Workload, WorkloadRef, load_workload
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import FIELDS, IsaSpec, InstrBlock, isa_for
+from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth.program import StaticProgram, nominal_lengths, program_for
+from whatif.simulator.workload import Workload, WorkloadRef, load_workload
 
 LOG_CAPACITY = 4096
 

@@ -39,9 +39,9 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from simulator.memory.hierarchy import MemoryHierarchy  # noqa: E402
-from simulator.platform import load_platform  # noqa: E402
-from simulator.traces import Trace, mixed_streams, read_lackey, synthetic_trace  # noqa: E402
+from whatif.simulator.memory.hierarchy import MemoryHierarchy  # noqa: E402
+from whatif.simulator.platform import load_platform  # noqa: E402
+from whatif.simulator.traces import Trace, mixed_streams, read_lackey, synthetic_trace  # noqa: E402
 
 # pycachesim comparison: the same geometry on both sides; no prefetchers, no page-walk loads (page_walk.kind
 # = none), so the TLB cannot touch the caches; L2 unsectored.

@@ -16,11 +16,11 @@ import time
 
 import numpy as np
 
-from simulator.core import Core
-from simulator.core import microbench as MB
-from simulator.isa import OP_ALU, OP_LOAD, OP_STORE
-from simulator.memory.hierarchy import MemoryHierarchy
-from simulator.platform import load_platform, platform_names
+from whatif.simulator.core import Core
+from whatif.simulator.core import microbench as MB
+from whatif.simulator.isa import OP_ALU, OP_LOAD, OP_STORE
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import load_platform, platform_names
 
 
 def memory_trace(block, line_bytes: int):

@@ -41,7 +41,7 @@ def _peak_rss_mb() -> float:
 
 
 def _warm_up() -> float:
-    from models.flowgsp import FlowGSP, synthetic_efg
+    from whatif.models.flowgsp import FlowGSP, synthetic_efg
 
     t = time.perf_counter()
     FlowGSP(gap=1, window=1, n_generations=2, workers=1).fit(synthetic_efg(n_methods=2, seed=0))
@@ -49,9 +49,9 @@ def _warm_up() -> float:
 
 
 def case_websphere(gap: int, window: int, event_scale: float = 1.0) -> dict:
-    from models.flowgsp import FlowGSP
-    from models.flowgsp.profile_db import efg_from_tables
-    from models.flowgsp.synthetic import WEBSPHERE_METHODS, profile_shape, synthetic_profile
+    from whatif.models.flowgsp import FlowGSP
+    from whatif.models.flowgsp.profile_db import efg_from_tables
+    from whatif.models.flowgsp.synthetic import WEBSPHERE_METHODS, profile_shape, synthetic_profile
 
     warm = _warm_up()
     t = time.perf_counter()
@@ -71,8 +71,8 @@ def case_websphere(gap: int, window: int, event_scale: float = 1.0) -> dict:
 
 
 def case_reference_ratio() -> dict:
-    from models.flowgsp import FlowGSP, synthetic_efg
-    from models.flowgsp.reference import reference_mine
+    from whatif.models.flowgsp import FlowGSP, synthetic_efg
+    from whatif.models.flowgsp.reference import reference_mine
 
     warm = _warm_up()
     efg = synthetic_efg(n_methods=3, seed=1)

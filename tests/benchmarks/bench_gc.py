@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from simulator.gc.behaviour import load_behaviour  # noqa: E402
-from simulator.gc.config import heap_config  # noqa: E402
-from simulator.gc.run import simulate_gc  # noqa: E402
-from simulator.platform import load_platform  # noqa: E402
+from whatif.simulator.gc.behaviour import load_behaviour  # noqa: E402
+from whatif.simulator.gc.config import heap_config  # noqa: E402
+from whatif.simulator.gc.run import simulate_gc  # noqa: E402
+from whatif.simulator.platform import load_platform  # noqa: E402
 
 MB = 1024 * 1024
 
@@ -46,7 +46,7 @@ def main() -> None:
               f"({instr / dt / 1e6:.2f} M/s with allocation)")
     if "--no-scenario" in sys.argv:
         return
-    from scenarios.runner import run_scenario_file
+    from whatif.scenarios.runner import run_scenario_file
 
     root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory() as d:

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from scenarios.runner import run_scenario_file  # noqa: E402
+from whatif.scenarios.runner import run_scenario_file  # noqa: E402
 
 BUDGET_S = 15 * 60
 IDLE_RATE = 3.5e6           # 7447A instructions per second of one idle core (bench_simulate, Java runs)

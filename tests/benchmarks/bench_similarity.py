@@ -23,10 +23,10 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from models.similarity import (DistanceSource, SimilarityEngine, SimilarityWarning, algorithm1,  # noqa: E402
+from whatif.models.similarity import (DistanceSource, SimilarityEngine, SimilarityWarning, algorithm1,  # noqa: E402
                                build_hierarchy, minimum_spanning_tree, signatures_from_arrays,
                                signatures_from_time_series)
-from models.similarity.rank import embedding, similarity_matrix  # noqa: E402
+from whatif.models.similarity.rank import embedding, similarity_matrix  # noqa: E402
 
 warnings.simplefilter("ignore", SimilarityWarning)
 

@@ -24,11 +24,11 @@ for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from simulator.isa import InstrBlock, isa_for  # noqa: E402
-from simulator.machine import Machine  # noqa: E402
-from simulator.platform import load_platform  # noqa: E402
-from simulator.synth import Synthesizer  # noqa: E402
-from simulator.workload import load_workload  # noqa: E402
+from whatif.simulator.isa import InstrBlock, isa_for  # noqa: E402
+from whatif.simulator.machine import Machine  # noqa: E402
+from whatif.simulator.platform import load_platform  # noqa: E402
+from whatif.simulator.synth import Synthesizer  # noqa: E402
+from whatif.simulator.workload import load_workload  # noqa: E402
 
 WORKLOADS = ["464.h264ref", "445.gobmk", "462.libquantum", "429.mcf", "yahoo_y/Y"]
 

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from simulator.synth import Synthesizer, stats          # noqa: E402
-from simulator.workload import load_workload, workload_names   # noqa: E402
+from whatif.simulator.synth import Synthesizer, stats          # noqa: E402
+from whatif.simulator.workload import load_workload, workload_names   # noqa: E402
 
 BLOCK = 1 << 16
 SPEED_WORKLOADS = [("cint2006/429.mcf", "x86_64"), ("cint2006/403.gcc", "x86_64"),

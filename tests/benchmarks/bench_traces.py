@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from simulator.traces import lackey_text, mixed_streams, read_lackey, read_wtr, synthetic_trace, wtr_bytes  # noqa: E402
+from whatif.simulator.traces import lackey_text, mixed_streams, read_lackey, read_wtr, synthetic_trace, wtr_bytes  # noqa: E402
 
 
 def main(lines: int = 10_000_000) -> None:
