@@ -1,12 +1,14 @@
 """The ``whatif`` command line.  Thin: parse, call into ``scenarios``, print, exit code.
 
+Commands import their library modules when they run, not at the top: ``whatif list`` or ``--help`` should
+not pay for loading numba and the simulator.
+
 Exit codes: 0 success, 2 bad input (one line on stderr, nothing written), 1 internal error.
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 from typing import Callable, List, Optional
 
@@ -14,6 +16,20 @@ import typer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="whatif: simulation-backed what-if modelling for processor and JVM performance.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from whatif import __version__
+
+        typer.echo(f"whatif {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """whatif: simulation-backed what-if modelling for processor and JVM performance."""
 
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
@@ -44,7 +60,7 @@ def command(fn: Callable) -> Callable:
 
 
 def echo_json(doc) -> None:
-    from whatif.scenarios.output import to_json
+    from whatif.scenarios.results.writer import to_json
 
     typer.echo(to_json(doc))
 
@@ -66,7 +82,7 @@ def report_analysis(warnings, doc, summary, as_json: bool, out) -> None:
 @command
 def list_cmd(what: str = typer.Argument(..., help="platforms | scenarios | workloads")) -> None:
     """List the shipped platforms, scenarios or workloads."""
-    from whatif.scenarios import catalog
+    from whatif.scenarios.commands import catalog
 
     for name, description in catalog.listing(what):
         typer.echo(f"{name:<28} {description}")
@@ -79,7 +95,7 @@ def show_cmd(what: str = typer.Argument(..., help="platform"),
              as_json: bool = typer.Option(False, "--json", help="print the resolved description as JSON"),
              set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE (repeatable)")) -> None:
     """Show a platform description (resolved, with overrides applied)."""
-    from whatif.scenarios import catalog
+    from whatif.scenarios.commands import catalog
 
     doc, text = catalog.show(what, name, set_ or [])
     if as_json:
@@ -97,13 +113,14 @@ def cachesim_cmd(trace: Path = typer.Argument(..., help="trace file (valgrind la
                  fmt: str = typer.Option("auto", "--format", help="lackey | whatif | auto (by extension)"),
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Run an address trace through a platform's caches and TLBs."""
-    from whatif.scenarios import cachesim_study
+    from whatif.scenarios.commands.cachesim import cachesim_command
+    from whatif.scenarios.render.cachesim import print_summary
 
-    doc = cachesim_study.cachesim_command(trace, platform, set_ or [], fmt, progress=not as_json)
+    doc = cachesim_command(trace, platform, set_ or [], fmt, progress=not as_json)
     if as_json:
         echo_json(doc)
     else:
-        cachesim_study.print_summary(doc)
+        print_summary(doc)
 
 
 # --------------------------------------------------------------------------- trace
@@ -120,7 +137,7 @@ def trace_synth_cmd(out: Path = typer.Argument(..., help="output: .wtr (binary) 
                                                                   help="instruction fetches per data access"),
                     as_json: bool = typer.Option(False, "--json")) -> None:
     """Write the standard mixed synthetic trace."""
-    from whatif.scenarios import trace_command
+    from whatif.scenarios.commands import trace as trace_command
 
     doc = trace_command.synth(out, accesses, seed, instructions_per_access)
     echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
@@ -133,7 +150,7 @@ def trace_convert_cmd(src: Path = typer.Argument(..., help="input trace"),
                       fmt: str = typer.Option("auto", "--format", help="input format: lackey | whatif | auto"),
                       as_json: bool = typer.Option(False, "--json")) -> None:
     """Convert between valgrind lackey text and whatif's binary trace format."""
-    from whatif.scenarios import trace_command
+    from whatif.scenarios.commands import trace as trace_command
 
     doc = trace_command.convert(src, out, fmt)
     echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
@@ -145,7 +162,7 @@ def trace_info_cmd(src: Path = typer.Argument(..., help="trace file"),
                    fmt: str = typer.Option("auto", "--format", help="lackey | whatif | auto"),
                    as_json: bool = typer.Option(False, "--json")) -> None:
     """Count a trace's records by kind and its address range."""
-    from whatif.scenarios import trace_command
+    from whatif.scenarios.commands import trace as trace_command
 
     doc = trace_command.info(src, fmt)
     if as_json:
@@ -175,14 +192,15 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Run a workload on a platform's core and memory models: event totals, CPI stack, time series."""
-    from whatif.scenarios import simulate_study
+    from whatif.scenarios.commands.simulate import simulate_command
+    from whatif.scenarios.render.simulate import print_summary
 
-    doc = simulate_study.simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
+    doc = simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
                                           pmu, out, progress=not as_json, warmup=warmup)
     if as_json:
         echo_json(doc)
     else:
-        simulate_study.print_summary(doc)
+        print_summary(doc)
     if out is not None:
         typer.echo(f"results written to {out}", err=as_json)
 
@@ -194,12 +212,38 @@ def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
             out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (default results/<name>)"),
             seed: Optional[int] = typer.Option(None, "--seed", help="override the scenario's seed"),
             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE for every variant"),
-            cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786")) -> None:
-    """Run a scenario and write its results directory (tables, plots, report.html)."""
+            cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786"),
+            as_json: bool = typer.Option(False, "--json", help="print results.json instead of the headline")) -> None:
+    """Run a scenario: the headline table (variants side by side) here, tables, plots and report.html on disk."""
     from whatif.scenarios import runner
 
-    out_dir = runner.run_scenario_file(scenario, out=out, seed=seed, overrides=set_ or [], cluster=cluster)
-    typer.echo(f"results written to {out_dir}")
+    done = runner.run_scenario_file(scenario, out=out, seed=seed, overrides=set_ or [], cluster=cluster,
+                                    progress=not as_json)
+    if as_json:
+        echo_json(done.output.results)
+    else:
+        table = runner.headline_table(done.output.headline)
+        if table is not None:
+            from rich.console import Console
+            from rich.table import Table
+
+            view = Table(title=f"{done.study.scenario.name}: {done.study.name} study")
+            for col in table.columns:
+                view.add_column(str(col), justify="left" if col == "metric" else "right")
+            for row in table.itertuples(index=False):
+                view.add_row(*[_fmt(v) for v in row])
+            Console().print(view)
+    typer.echo(f"report: {done.out_dir / 'report.html'}", err=as_json)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, str):
+        return value
+    if value != value:                 # NaN: no baseline to compare against
+        return "–"
+    if float(value).is_integer() and abs(value) >= 1:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
 
 
 # --------------------------------------------------------------------------- validate
@@ -209,7 +253,7 @@ def validate_cmd(quick: bool = typer.Option(False, "--quick", help="smaller prob
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document"),
                  only: Optional[List[str]] = typer.Option(None, "--only", help="run only these checks")) -> None:
     """Run the registered ground-truth checks and print expected vs measured."""
-    from whatif.scenarios import validation
+    from whatif.scenarios.checks import registry as validation
 
     known = validation.registered_checks()
     unknown = [name for name in (only or []) if name not in known]
@@ -257,7 +301,7 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                 as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Regress a response (e.g. cycles) on counter events and their interactions (seed 000)."""
-    from whatif.scenarios import regress_command
+    from whatif.scenarios.commands import regress as regress_command
 
     res, doc = regress_command.regress_command(
         data, response, predictors=predictors, exclude=exclude, out=out, progress=not as_json,
@@ -299,7 +343,7 @@ def similarity_cmd(
         csv: bool = typer.Option(False, "--csv", help="also write the tables as CSV"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Application similarity (seed 002): signatures, rank similarity, MST clusters, system evaluation."""
-    from whatif.scenarios import similarity_command
+    from whatif.scenarios.commands import similarity as similarity_command
 
     doc, results = similarity_command.run(
         table, signatures=signatures, platforms=platform, threshold=threshold, reference=reference, kmeans=kmeans,
@@ -324,7 +368,7 @@ def mine_cmd(profile: Path = typer.Argument(..., help="EFG as JSON (interchange 
              out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (Parquet, report.html)"),
              as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Mine an execution flow graph for frequent or costly attribute sequences (FlowGSP)."""
-    from whatif.scenarios import mine_command
+    from whatif.scenarios.commands import mine as mine_command
 
     results, doc = mine_command.mine_command(profile, gap=gap, window=window, generations=generations,
                                              min_support=min_support, min_diff_support=min_diff_support,
@@ -350,7 +394,7 @@ def gc_cmd(workload: str = typer.Option(..., "--workload", "-w", help="allocatio
            out: Optional[Path] = typer.Option(None, "--out", "-o", help="write gc_log, histogram, plots, report.html"),
            as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Simulate a Java workload's heap: GC log and GCViewer-style summary (pauses, throughput, freed bytes)."""
-    from whatif.scenarios import gc_command
+    from whatif.scenarios.commands import gc as gc_command
 
     if growth not in ("fixed", "expand"):
         fail(f"--growth must be fixed or expand, got {growth!r}")

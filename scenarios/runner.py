@@ -1,51 +1,87 @@
-"""``whatif run SCENARIO.toml``: validate, expand into runs, run the study, write the results directory.
+"""``whatif run SCENARIO.toml``: load and check, plan the runs, run the study, write the results directory.
 
-The results directory holds ``manifest.json`` (scenario, resolved parameters,
-seed, versions, host seconds, simulated rates), the study's tables as Parquet,
-``results.json`` (headline figures; each study kind documents its keys), PNG
-plots and a self-contained ``report.html``.  It is written atomically: staged
-and renamed into place only when everything succeeded.
+The results directory holds ``manifest.json`` (scenario, resolved parameters and platforms, seed,
+versions, command line, git commit, host seconds, simulated rates), the study's tables as Parquet,
+``results.json`` (headline figures; each study kind documents its keys), PNG plots and a self-contained
+``report.html``; it is written by :func:`~whatif.scenarios.results.directory.write_results_dir`.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from whatif.scenarios.executor import Executor
-from whatif.scenarios.manifest import build_manifest
-from whatif.scenarios.output import ResultsWriter
-from whatif.scenarios.report import Report
-from whatif.scenarios.scenario import expand_runs, load_scenario
-from whatif.scenarios.studies import StudyContext, study_kinds
+from whatif.scenarios.registry import StudyContext, StudyKind, StudyOutput, study_kinds
+from whatif.scenarios.results.directory import write_results_dir
+from whatif.scenarios.results.writer import check_results_target
+from whatif.scenarios.scenario import Run, expand_runs, load_scenario
+from whatif.simulator.platform import load_platform
+
+
+@dataclass
+class StudyRun:
+    """What ``whatif run`` produced: where it wrote, the study's output, and the planned runs."""
+    out_dir: Path
+    output: StudyOutput
+    runs: list[Run]
+    study: StudyKind
+
+
+def load_study(path: str | Path, seed: int | None = None, overrides: list[str] = ()) -> tuple[StudyKind, list[Run]]:
+    """Load the scenario, validate its sections and plan its runs: everything that can fail on the input
+    fails here, before any simulation."""
+    scenario, path = load_scenario(path, seed=seed)
+    study = study_kinds()[scenario.study](scenario, str(path), path.parent)
+    runs = study.plan(expand_runs(scenario, str(path), list(overrides)))
+    return study, runs
 
 
 def run_scenario_file(path: str | Path, out: str | Path | None = None, seed: int | None = None,
-                      overrides: list[str] = (), cluster: str | None = None, progress: bool = True) -> Path:
+                      overrides: list[str] = (), cluster: str | None = None, progress: bool = True) -> StudyRun:
     started = time.perf_counter()
-    scenario, path = load_scenario(path, seed=seed)
-    source = str(path)
-    runs = expand_runs(scenario, source, list(overrides))        # every override checked before any work
-    study = study_kinds()[scenario.study]()
+    study, runs = load_study(path, seed, overrides)
+    scenario, source = study.scenario, study.source
     out_dir = Path(out) if out is not None else Path("results") / scenario.name
+    check_results_target(out_dir)                       # refused before any work, not after
     with Executor(cluster) as executor:
-        ctx = StudyContext(scenario=scenario, runs=runs, source=source, base_dir=path.parent,
+        ctx = StudyContext(scenario=scenario, runs=runs, source=source, base_dir=study.base_dir,
                            progress=progress, executor=executor)
         output = study.run(ctx)
-    host_seconds = time.perf_counter() - started
-    manifest = build_manifest(
-        scenario=scenario.model_dump(), study=scenario.study, seed=scenario.seed,
-        parameters={"runs": [{**r.identity(), "overrides": dict(r.overrides), "seed": r.seed} for r in runs],
-                    **output.parameters},
-        host_seconds=host_seconds, rates=output.rates,
-        extra={"scenario_file": source, "cluster": cluster})
-    report = Report(f"{scenario.name}: {scenario.study} study")
-    if scenario.description:
-        report.paragraph(scenario.description)
+    platforms = {f"{r.variant}@{r.platform}": load_platform(r.platform, r.overrides).model_dump()
+                 for r in runs}
+    write_results_dir(out_dir, title=f"{scenario.name}: {scenario.study} study", study=scenario.study,
+                      results=output.results, started=started, tables=output.tables, figures=output.figures,
+                      report=lambda rep: _report(rep, output), description=scenario.description,
+                      seed=scenario.seed, scenario=scenario.model_dump(),
+                      parameters={"runs": [{**r.identity(), "overrides": dict(r.overrides), "seed": r.seed,
+                                            "program_seed": r.program_seed} for r in runs], **output.parameters},
+                      rates=output.rates, platforms=platforms, extra={"scenario_file": source, "cluster": cluster})
+    return StudyRun(out_dir=out_dir, output=output, runs=runs, study=study)
+
+
+def _report(rep, output: StudyOutput) -> None:
+    table = headline_table(output.headline)
+    if table is not None:
+        rep.heading("Headline")
+        rep.table(table, caption="Variants side by side (Δ%: against the first variant)")
     if output.report is not None:
-        output.report(report)
-    report.provenance(manifest)
-    with ResultsWriter(out_dir) as writer:
-        writer.results(tables=output.tables, figures=output.figures, results=output.results, manifest=manifest,
-                       report=report)
-    return out_dir
+        output.report(rep)
+
+
+def headline_table(headline: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The long headline (metric, variant, value) as one row per metric, one column per variant, and for
+    every other variant its change against the first (the baseline) in percent."""
+    if headline is None or len(headline) == 0:
+        return None
+    variants = list(dict.fromkeys(headline["variant"]))
+    wide = headline.pivot_table(index="metric", columns="variant", values="value", aggfunc="mean", sort=False)
+    wide = wide.reindex(index=list(dict.fromkeys(headline["metric"])), columns=variants)
+    base = variants[0]
+    for v in variants[1:]:
+        ref = wide[base].where(wide[base] != 0)
+        wide[f"Δ% {v}"] = 100.0 * (wide[v] - wide[base]) / ref.abs()
+    return wide.reset_index()

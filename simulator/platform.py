@@ -17,9 +17,11 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator,
+                      model_validator)
 
 from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import ISAS
 from whatif.simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
 from whatif.simulator.schema import apply_overrides, check_schema_version, load_toml, split_assignment, validate_model
 
@@ -266,6 +268,14 @@ class Platform(_Strict):
     @classmethod
     def _version(cls, data: Any) -> Any:
         return check_schema_version(data, SCHEMA_VERSION, CHANGELOG)
+
+    @field_validator("isa")
+    @classmethod
+    def _known_isa(cls, isa: str) -> str:
+        # the core model synthesises instructions of the named ISA: an unknown one cannot run
+        if isa not in ISAS:
+            raise ValueError(f"unknown ISA {isa!r}; known: {', '.join(sorted(ISAS))}")
+        return isa
 
     @model_validator(mode="after")
     def _links(self) -> "Platform":

@@ -152,15 +152,30 @@ def read_lackey(path: str | Path) -> Trace:
     return Trace(addrs[:count].copy(), sizes[:count].copy(), kinds[:count].copy(), str(path))
 
 
+LACKEY_HEADER = "==whatif== lackey trace written by whatif"
+
+
 def lackey_text(trace: Trace) -> str:
-    """The trace in lackey text form (for tests and for exchange with other tools)."""
-    lines = []
+    """The trace in lackey text form (for tests and for exchange with other tools).  The first line,
+    :data:`LACKEY_HEADER`, is a valgrind-style comment that readers skip and by which whatif knows the
+    file for its own (:func:`written_by_whatif`)."""
+    lines = [LACKEY_HEADER]
     for a, s, k in zip(trace.addrs.tolist(), trace.sizes.tolist(), trace.kinds.tolist()):
         if k == 0:
             lines.append(f"I  {a:08x},{s}")
         else:
             lines.append(f" {KIND_NAMES[k]} {a:08x},{s}")
     return "\n".join(lines) + "\n"
+
+
+def written_by_whatif(path: str | Path) -> bool:
+    """Whether ``path`` is a trace whatif wrote: the binary magic, or the lackey header line."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(LACKEY_HEADER))
+    except OSError:
+        return False
+    return head.startswith(WTR_MAGIC) or head == LACKEY_HEADER.encode()
 
 
 # ---------------------------------------------------------------------------------------- binary

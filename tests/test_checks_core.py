@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from whatif.scenarios import checks_core
-from whatif.scenarios.validation import CHECK_MODULES, registered_checks, run_checks
+from whatif.scenarios.checks import core as checks_core
+from whatif.scenarios.checks.registry import CHECK_MODULES, registered_checks, run_checks
 
 CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:"))]
 
 
 def test_module_is_listed_and_checks_are_registered():
-    assert "whatif.scenarios.checks_core" in CHECK_MODULES
+    assert "whatif.scenarios.checks.core" in CHECK_MODULES
     assert len(CORE_CHECKS) == 7
 
 

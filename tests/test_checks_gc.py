@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from whatif.scenarios import checks_gc
+from whatif.scenarios.checks import gc as checks_gc
 from whatif.simulator.platform import load_platform
 
 MB = 1024 * 1024

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from whatif.models.regression import RegressionStudy
-from whatif.scenarios.checks_regression import check_planted_interactions, planted_counter_table
-from whatif.scenarios.validation import registered_checks
+from whatif.scenarios.checks.regression import check_planted_interactions, planted_counter_table
+from whatif.scenarios.checks.registry import registered_checks
 
 
 def test_z_scale_truth_is_exact_on_noise_free_data():

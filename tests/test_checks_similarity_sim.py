@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from whatif.models.similarity import adjusted_rand_index
-from whatif.scenarios import checks_similarity_sim as chk
-from whatif.scenarios.validation import CHECK_MODULES
+from whatif.scenarios.checks import similarity_sim as chk
+from whatif.scenarios.checks.registry import CHECK_MODULES
 from whatif.simulator.workload import load_workload
 
 
@@ -34,7 +34,7 @@ def test_planted_workloads_hold_families_and_one_held_out_each():
 
 
 def test_quick_checks_are_registered_and_report_consistent_figures():
-    assert "whatif.scenarios.checks_similarity_sim" in CHECK_MODULES
+    assert "whatif.scenarios.checks.similarity_sim" in CHECK_MODULES
     fam = chk.check_sim_families(True)
     assert fam.expected == f">= {chk.ARI_GOAL}" and -1.0 <= fam.measured <= 1.0
     assert fam.passed == (fam.measured >= chk.ARI_GOAL)

@@ -91,7 +91,7 @@ def test_chase_longer_than_its_footprint_goes_round_the_same_cycle():
 
 
 def test_chase_layout_has_room_for_every_load():
-    from whatif.scenarios import checks_core
+    from whatif.scenarios.checks import core as checks_core
 
     p = checks_core._platform("mpc7447a")
     footprint, stride, page = checks_core.chase_layout(p, 20_000)

@@ -1,4 +1,9 @@
-"""Runs on a Dask cluster give the same tables as runs in this process."""
+"""Runs on a Dask cluster give the same tables as runs in this process; a local pool dies with its parent."""
+
+import signal
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
@@ -14,11 +19,11 @@ def test_dask_cluster_gives_identical_tables(tmp_path):
     import distributed
     scenario = tmp_path / "tiny.toml"
     scenario.write_text(SMALL_SCENARIO)
-    local = run_scenario_file(scenario, out=tmp_path / "local", progress=False)
+    local = run_scenario_file(scenario, out=tmp_path / "local", progress=False).out_dir
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
         remote = run_scenario_file(scenario, out=tmp_path / "remote", cluster=cluster.scheduler_address,
-                                   progress=False)
+                                   progress=False).out_dir
     for table in ("totals", "levels", "tlbs"):
         pd.testing.assert_frame_equal(pd.read_parquet(local / f"{table}.parquet"),
                                       pd.read_parquet(remote / f"{table}.parquet"))
@@ -40,3 +45,51 @@ def test_local_pool_keeps_the_order_and_advances_per_item():
         out = ex.map(_square, list(range(7)), shared=1, progress=seen.append, units=3, workers=2)
     assert out == [i * i + 1 for i in range(7)]
     assert seen == [3] * 7
+
+
+POOL_PARENT = """
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+from whatif.scenarios.executor import Executor
+from poolwork import sleep_forever
+
+if __name__ == "__main__":
+    with Executor() as ex:
+        ex.map(sleep_forever, [sys.argv[1]] * 2, workers=2)
+"""
+
+POOL_WORK = """
+import os, time
+
+def sleep_forever(folder, shared, progress=None):
+    with open(os.path.join(folder, f"worker-{os.getpid()}"), "w") as fh:
+        fh.write(str(os.getppid()))
+    time.sleep(600)
+"""
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_kill_9_of_a_study_leaves_no_pool_worker_behind(tmp_path):
+    (tmp_path / "poolwork.py").write_text(POOL_WORK)
+    (tmp_path / "parent.py").write_text(POOL_PARENT)
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(tmp_path)])
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("worker-*"))) < 2:
+        assert time.monotonic() < deadline and parent.poll() is None, "the pool's workers did not start"
+        time.sleep(0.05)
+    workers = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
+    servers = {int(p.read_text()) for p in tmp_path.glob("worker-*")} - {parent.pid}   # the forkserver
+    assert all(_alive(pid) for pid in workers)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers + sorted(servers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in workers + sorted(servers) if _alive(pid)]

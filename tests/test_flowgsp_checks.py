@@ -1,7 +1,7 @@
 """The planted-sequence validation check finds every planted sequence with the definitions' supports."""
 
-from whatif.scenarios import validation
-from whatif.scenarios.checks_flowgsp import planted_sequences
+from whatif.scenarios.checks import registry as validation
+from whatif.scenarios.checks.flowgsp import planted_sequences
 
 
 def test_planted_check_is_registered_and_passes():

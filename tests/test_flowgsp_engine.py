@@ -27,7 +27,7 @@ def test_every_parameter_has_a_constraint():
     ({"gap": -1}, "The 'gap' parameter of FlowGSP must be an integer in [0, 16]. Got -1 instead."),
     ({"window": 1.0}, "The 'window' parameter of FlowGSP must be an integer in [0, 16]."),
     ({"n_generations": 0}, "The 'n_generations' parameter of FlowGSP must be an integer in [1, 64]."),
-    ({"workers": 0}, "The 'workers' parameter of FlowGSP must be an integer >= 1 or None."),
+    ({"workers": 0}, "The 'workers' parameter of FlowGSP must be None or an integer >= 1."),
     ({"cluster": "localhost"}, "The 'cluster' parameter of FlowGSP must be None or a Dask scheduler address"),
 ])
 def test_bad_parameters(kwargs, message):

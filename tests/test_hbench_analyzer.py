@@ -86,7 +86,7 @@ def test_plot_and_to_dict(costs):
     assert fig.axes[0].get_ylabel() == "GC time (ms)"
     d = res.to_dict()
     assert d["application"] == "app" and len(d["per_collection"]) == 12 and "without_explicit" in d
-    assert "app: 12 collections" in res.summary()
+    assert "app: 12 collections" in str(res.summary())
 
 
 def test_spacing_extension_replaces_the_mark_cost_at_size_by_the_cost_at_spacing():

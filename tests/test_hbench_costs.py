@@ -73,7 +73,7 @@ def test_bad_microbenchmark_tables(mutate, message):
 
 def test_parameter_constraint():
     with pytest.raises(ModelInputError, match="The 'copy_bandwidth' parameter of GcCostModel must be None or a "
-                                              "float in the range \\(0.0, inf\\). Got -1.0 instead."):
+                                              "number > 0. Got -1.0 instead."):
         GcCostModel(copy_bandwidth=-1.0).fit(microbench())
 
 

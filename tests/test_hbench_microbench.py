@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from whatif.models.errors import ModelInputError
@@ -37,11 +39,12 @@ def test_scaling_shrinks_heaps_and_volumes():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"n_lists": 0}, "n_lists must be positive"),
-    ({"object_sizes": (12, -4)}, "object sizes must be positive"),
-    ({"scale": 0}, "scale must be > 0"),
+    ({"n_lists": 0}, "The 'n_lists' parameter of MicrobenchPlan must be an integer >= 1. Got 0 instead."),
+    ({"object_sizes": (12, -4)}, "The 'object_sizes' parameter of MicrobenchPlan must be a non-empty list whose "
+                                 "items are each an integer >= 1. Got (12, -4) instead."),
+    ({"scale": 0}, "The 'scale' parameter of MicrobenchPlan must be a number > 0. Got 0 instead."),
     ({"volumes_mb": (8.0,)}, "at least two object volumes"),
 ])
 def test_bad_plans(kwargs, message):
-    with pytest.raises(ModelInputError, match=message):
+    with pytest.raises(ModelInputError, match=re.escape(message)):
         MicrobenchPlan(**kwargs)

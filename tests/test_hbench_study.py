@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.hbench_study import HbenchSpec
+from whatif.scenarios.studies.hbench_gc import HbenchSpec
 from whatif.scenarios.runner import run_scenario_file
 from whatif.scenarios.scenario import load_scenario
 from whatif.models.hbench import MicrobenchPlan
@@ -35,7 +35,7 @@ factors = [0.5, 1.0, 2.0]
 def mini(tmp_path_factory):
     d = tmp_path_factory.mktemp("hbench")
     (d / "mini.toml").write_text(MINI)
-    out = run_scenario_file(d / "mini.toml", out=d / "out", progress=False)
+    out = run_scenario_file(d / "mini.toml", out=d / "out", progress=False).out_dir
     return out
 
 

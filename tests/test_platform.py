@@ -85,6 +85,7 @@ def write_variant(tmp_path, old, new):
     ('cache_level = "L1D"', 'cache_level = "L9"', "page_walk.cache_level"),
     ("clock_ghz = 1.5", "clock_ghz = -1.5", "clock_ghz"),
     ('kind = "bimodal"', 'kind = "perceptron"', "branch_predictor.kind"),
+    ('isa = "powerpc32"', 'isa = "powerpc64"', "isa: .*unknown ISA 'powerpc64'; known: powerpc32"),
 ])
 def test_bad_platform_file_errors_name_file_and_field(tmp_path, old, new, fragment):
     path = write_variant(tmp_path, old, new)
@@ -103,3 +104,10 @@ def test_every_pmu_event_has_a_source_formula():
     for name in platform_names():
         pmu = load_platform(name).pmu
         assert set(pmu.sources) == set(pmu.events), name
+
+
+def test_show_platform_refuses_an_unknown_isa(tmp_path):
+    from test_cli import assert_one_line_error, invoke
+
+    path = write_variant(tmp_path, 'isa = "powerpc32"', 'isa = "arm64"')
+    assert_one_line_error(invoke("show", "platform", path), "unknown ISA 'arm64'")

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from whatif.cli import app
-from whatif.scenarios.checks_regression import planted_counter_table
+from whatif.scenarios.checks.regression import planted_counter_table
 
 runner = CliRunner()
 

@@ -10,7 +10,7 @@ from statsmodels.stats.outliers_influence import variance_inflation_factor
 
 from whatif.models.regression import RegressionStudy
 from whatif.models.regression.ols import bic_conventional, bic_seed, f_test, fit_ols
-from whatif.scenarios.checks_regression import planted_counter_table
+from whatif.scenarios.checks.regression import planted_counter_table
 
 RTOL = 1e-8
 

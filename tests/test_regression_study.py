@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 
 from whatif.models.errors import ModelInputError  # noqa: E402
 from whatif.models.regression import ModelInputWarning, RegressionStudy  # noqa: E402
-from whatif.scenarios.checks_regression import planted_counter_table  # noqa: E402
+from whatif.scenarios.checks.regression import planted_counter_table  # noqa: E402
 
 
 def _fit(df, **kw):
@@ -147,8 +147,8 @@ def test_every_parameter_has_a_constraint_and_bad_values_are_named(planted):
     params = [p for p in inspect.signature(RegressionStudy).parameters]
     assert sorted(params) == sorted(RegressionStudy._parameter_constraints)
     for name, bad, must in [("order", 4, "one of 1, 2, 3"), ("prune", "aic", "one of 'bic', 'none'"),
-                            ("folds", 1, "an int in the range [2, inf]"), ("bic", "BIC", "one of 'seed'"),
-                            ("alpha", 1.0, "a float in the range (0.0, 1.0)"), ("hierarchy", 1, "a bool")]:
+                            ("folds", 1, "an integer >= 2"), ("bic", "BIC", "one of 'seed'"),
+                            ("alpha", 1.0, "a number in the open interval (0, 1)"), ("hierarchy", 1, "a bool")]:
         with pytest.raises(ModelInputError) as exc:
             RegressionStudy(**{name: bad}).fit(planted[0], response="cycles")
         assert str(exc.value).startswith(f"The '{name}' parameter of RegressionStudy must be {must}")

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.regression_study import SEED_EXCLUDE, RegressionSpec, is_tlb_cache
+from whatif.scenarios.render.regression import SEED_EXCLUDE, is_tlb_cache
+from whatif.scenarios.studies.regression import RegressionSpec
 from whatif.scenarios.runner import run_scenario_file
 from whatif.scenarios.scenario import expand_runs, load_scenario
 
@@ -159,12 +160,11 @@ def test_unknown_predictor_names_the_events(tmp_path):
 
 @pytest.mark.parametrize("same_input", [True, False])
 def test_replicates_read_one_input_unless_told_otherwise(same_input):
-    from whatif.scenarios.regression_study import run_configuration
+    from whatif.scenarios.studies.regression import run_configuration
 
     shared = {"instructions": 20_000, "instructions_per_unit": 0.05, "heap_scale": 1 / 32,
-              "collector": "mark-sweep", "pmu": "ideal", "os_noise": False, "same_input": same_input,
-              "binary_seed": 2009}
-    item = {"platform": "mpc7447a", "overrides": [], "workload": "specjvm98/db", "heap_index": 0,
+              "collector": "mark-sweep", "pmu": "ideal", "os_noise": False, "same_input": same_input}
+    item = {"platform": "mpc7447a", "overrides": [], "workload": "specjvm98/db", "heap_index": 0, "program_seed": 2009,
             "heap_bytes": 256 << 10}           # H_min of db at 1/32
     a, b = (run_configuration({**item, "replicate_seed": s}, shared)["totals"] for s in (11, 12))
     # the program executes as many instructions either way ...
@@ -178,7 +178,7 @@ def test_replicates_read_one_input_unless_told_otherwise(same_input):
 def test_measurement_interval_is_the_t_interval_of_replicates():
     from scipy import stats
 
-    from whatif.scenarios.regression_report import measurement_ci95_pct
+    from whatif.scenarios.render.regression import measurement_ci95_pct
 
     rows = [("v", "w", 1.0, c) for c in (100.0, 102.0, 98.0)] + [("v", "w", 2.0, c) for c in (200.0, 200.0, 200.0)]
     rows += [("u", "w", 1.0, 50.0)]
@@ -190,7 +190,7 @@ def test_measurement_interval_is_the_t_interval_of_replicates():
 
 
 def test_tlb_cache_verdict_reads_the_three_signals():
-    from whatif.scenarios.regression_report import verdict_text
+    from whatif.scenarios.render.regression import verdict_text
 
     def docs(kept_on, kept_off, p_on, p_off, r2_on, r2_off):
         def doc(kept, p, r2):

@@ -3,8 +3,8 @@
 import numpy as np
 
 from whatif.models.similarity import average_ranks
-from whatif.scenarios import validation
-from whatif.scenarios.checks_similarity import planted_families, synthetic_time_series
+from whatif.scenarios.checks import registry as validation
+from whatif.scenarios.checks.similarity import planted_families, synthetic_time_series
 from whatif.models.similarity.rank import similarity_matrix, spearman_embedding
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from whatif.models.errors import ModelInputError
-from whatif.models.similarity import (PARAMETER_CONSTRAINTS, SimilarityEngine, SimilarityWarning, signatures_from_arrays)
+from whatif.models.similarity import SimilarityEngine, SimilarityWarning, signatures_from_arrays
 from whatif.models.similarity import results as results_mod
 
 TABLE1 = Path(__file__).parent / "data" / "seed002_table1.csv"
@@ -84,10 +84,11 @@ def test_matrix_left_out_above_the_limit(table1_results, monkeypatch):
 
 def test_every_parameter_is_constrained():
     params = [p for p in inspect.signature(SimilarityEngine.__init__).parameters if p != "self"]
-    assert sorted(params) == sorted(PARAMETER_CONSTRAINTS)
+    constraints = SimilarityEngine._parameter_constraints
+    assert sorted(params) == sorted(constraints)
     defaults = SimilarityEngine()
-    for name, (ok, _) in PARAMETER_CONSTRAINTS.items():
-        assert ok(getattr(defaults, name)), name
+    for name, constraint in constraints.items():
+        assert constraint.check(getattr(defaults, name)), name
 
 
 @pytest.mark.parametrize("g", [0, 2, -0.5, 2.5, float("nan"), "0.5", True])

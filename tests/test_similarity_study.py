@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from whatif.cli import app
 from whatif.scenarios.scenario import load_scenario
-from whatif.scenarios.similarity_study import SimilaritySpec
-from whatif.scenarios.simulate_study import SimulateSpec
+from whatif.scenarios.studies.similarity import SimilaritySpec
+from whatif.scenarios.studies.simulate import SimulateSpec
 from whatif.simulator.platform import load_platform
 
 SHIPPED = Path(__file__).parent.parent / "scenarios" / "cint2006-similarity.toml"

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from whatif.cli import app
 from whatif.simulator.platform import load_platform
-from whatif.scenarios.simulate_study import SimulateSpec, simulate_one
+from whatif.scenarios.measure import SimulateSpec
+from whatif.simulator.collect import simulate_one as collect_one
 
 runner = CliRunner()
 N = 60_000
@@ -52,6 +53,11 @@ def test_memory_bound_program_is_dominated_by_data_memory_stalls():
     stack = doc["cpi_stack"]
     memory = sum(v for k, v in stack.items() if k.startswith("data_") or k == "dtlb")
     assert memory > 0.5 * doc["cpi"], stack
+
+
+def simulate_one(platform, workload, spec, seed):
+    """One configuration with ``seed`` as program and replicate seed (what ``whatif simulate --seed`` does)."""
+    return collect_one(platform, workload, spec.collect_spec(), program_seed=seed, replicate_seed=seed)
 
 
 def test_physical_pmu_collects_all_events_over_several_runs_with_small_variation():

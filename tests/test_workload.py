@@ -84,7 +84,7 @@ def test_yahoo_y_is_large_and_control_intensive():
 def test_names_and_listing():
     names = workload_names()
     assert len(names) == 22 and "cint2006/429.mcf" in names and "specjvm98/compress" in names
-    from whatif.scenarios.catalog import listing
+    from whatif.scenarios.commands.catalog import listing
     listed = dict(listing("workloads"))
     assert listed["cint2006/429.mcf"].startswith("429.mcf:")
     assert set(listed) == set(names)

@@ -14,59 +14,20 @@ with more candidates stops the run with an error asking for higher thresholds.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from numbers import Integral, Real
-from typing import Any
 
 import numpy as np
 
-from whatif.models.errors import ModelInputError, constraint_error
+from whatif.models.errors import ModelInputError
 from whatif.models.flowgsp.graph import CHUNK_VERTICES, EFG
 from whatif.models.flowgsp.parallel import default_workers, make_executor
 from whatif.models.flowgsp.results import FlowGSPResults, GenerationStats, SequenceSupport
 from whatif.models.flowgsp.sequences import Seq, first_generation, next_generation
 from whatif.models.flowgsp.trie import build_trie
+from whatif.models.params import Interval, NoneOr, Parameterised, Pattern
 
 MAX_GAP = 16
 MAX_WINDOW = 16
 MAX_GENERATIONS = 64  # a candidate holds at most 64 items
-
-
-@dataclass(frozen=True)
-class _IntIn:
-    lo: int
-    hi: int | None = None
-    optional: bool = False
-
-    def ok(self, x: Any) -> bool:
-        if x is None:
-            return self.optional
-        return isinstance(x, Integral) and not isinstance(x, bool) and x >= self.lo and (self.hi is None or x <= self.hi)
-
-    def text(self) -> str:
-        rng = f"in [{self.lo}, {self.hi}]" if self.hi is not None else f">= {self.lo}"
-        return f"an integer {rng}" + (" or None" if self.optional else "")
-
-
-@dataclass(frozen=True)
-class _RealIn:
-    lo: float
-    hi: float
-
-    def ok(self, x: Any) -> bool:
-        return isinstance(x, Real) and not isinstance(x, bool) and self.lo <= float(x) <= self.hi
-
-    def text(self) -> str:
-        return f"a number in [{self.lo:g}, {self.hi:g}]"
-
-
-@dataclass(frozen=True)
-class _Address:
-    def ok(self, x: Any) -> bool:
-        return x is None or (isinstance(x, str) and "://" in x and len(x.split("://", 1)[1]) > 0)
-
-    def text(self) -> str:
-        return "None or a Dask scheduler address such as 'tcp://host:8786'"
 
 
 class Progress:
@@ -79,19 +40,19 @@ class Progress:
     def generation_finished(self, n: int, kept: int, seconds: float) -> None: ...
 
 
-class FlowGSP:
+class FlowGSP(Parameterised):
     """Mine an EFG for frequent and/or costly attribute sequences."""
 
-    _parameter_constraints: dict[str, Any] = {
-        "gap": _IntIn(0, MAX_GAP),
-        "window": _IntIn(0, MAX_WINDOW),
-        "n_generations": _IntIn(1, MAX_GENERATIONS),
-        "min_support": _RealIn(0.0, 1.0),
-        "min_diff_support": _RealIn(0.0, 1.0),
-        "workers": _IntIn(1, None, optional=True),
-        "cluster": _Address(),
-        "chunk_vertices": _IntIn(1, None),
-        "max_candidates": _IntIn(1, None),
+    _parameter_constraints = {
+        "gap": Interval(int, 0, MAX_GAP),
+        "window": Interval(int, 0, MAX_WINDOW),
+        "n_generations": Interval(int, 1, MAX_GENERATIONS),
+        "min_support": Interval(float, 0.0, 1.0),
+        "min_diff_support": Interval(float, 0.0, 1.0),
+        "workers": NoneOr(Interval(int, 1, None)),
+        "cluster": NoneOr(Pattern(r".*://.+", "a Dask scheduler address such as 'tcp://host:8786'")),
+        "chunk_vertices": Interval(int, 1, None),
+        "max_candidates": Interval(int, 1, None),
     }
 
     def __init__(self, gap: int = 0, window: int = 0, n_generations: int = 10, min_support: float = 0.01,
@@ -107,17 +68,8 @@ class FlowGSP:
         self.chunk_vertices = chunk_vertices
         self.max_candidates = max_candidates
 
-    def get_params(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._parameter_constraints}
-
-    def _validate_params(self) -> None:
-        for name, constraint in self._parameter_constraints.items():
-            value = getattr(self, name)
-            if not constraint.ok(value):
-                raise constraint_error(name, type(self).__name__, constraint.text(), value)
-
     def fit(self, efg: EFG, progress: Progress | None = None) -> FlowGSPResults:
-        self._validate_params()
+        self.validate_params()
         if not isinstance(efg, EFG):
             raise ModelInputError(f"FlowGSP.fit needs an EFG, got {type(efg).__name__}")
         progress = progress or Progress()

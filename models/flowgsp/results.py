@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
 from whatif.models.flowgsp.sequences import format_sequence
+from whatif.models.summary import Summary
 
 
 @dataclass(frozen=True)
@@ -50,32 +51,6 @@ class GenerationStats:
 
 
 @dataclass(frozen=True)
-class FlowGSPSummary:
-    """A summary renderable as terminal text or as report tables."""
-
-    header: tuple[tuple[str, str], ...]
-    sequences: pd.DataFrame
-    generations: pd.DataFrame
-
-    def as_text(self) -> str:
-        width = max(len(k) for k, _ in self.header)
-        lines = [f"{k:<{width}}  {v}" for k, v in self.header]
-        lines.append("")
-        lines.append(self.sequences.to_string(index=False, float_format=lambda x: f"{x:.5f}")
-                     if len(self.sequences) else "(no sequence met the thresholds)")
-        lines.append("")
-        lines.append(self.generations.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.as_text()
-
-    def frames(self) -> dict[str, pd.DataFrame]:
-        return {"parameters": pd.DataFrame(list(self.header), columns=["field", "value"]),
-                "sequences": self.sequences, "generations": self.generations}
-
-
-@dataclass(frozen=True)
 class FlowGSPResults:
     """Kept sequences ordered by S_M descending (ties: S_D descending, then text), and generation figures."""
 
@@ -106,7 +81,9 @@ class FlowGSPResults:
     def generations_table(self) -> pd.DataFrame:
         return pd.DataFrame([g.as_dict() for g in self.generations], columns=["n", "candidates", "kept", "seconds"])
 
-    def summary(self, top: int = 20) -> FlowGSPSummary:
+    def summary(self, top: int = 20) -> Summary:
+        """Graph, parameters and counts (aligned ``field  value`` lines), the ``top`` sequences by S_M and the
+        generations; tables ``parameters`` (those lines), ``sequences`` and ``generations``."""
         p = self.parameters
         header = (
             ("graph", f"{self.graph.get('methods', '?')} methods, {self.graph.get('vertices', '?')} vertices, "
@@ -117,7 +94,25 @@ class FlowGSPResults:
                      f"in {len(self.generations)} generations, {self.seconds:.2f} s"),
             ("shown", f"top {min(top, len(self.sequences))} by S_M"),
         )
-        return FlowGSPSummary(header=header, sequences=self.table(top), generations=self.generations_table())
+        sequences, generations = self.table(top), self.generations_table()
+        width = max(len(k) for k, _ in header)
+        lines = [f"{k:<{width}}  {v}" for k, v in header]
+        lines.append("")
+        lines.append(sequences.to_string(index=False, float_format=lambda x: f"{x:.5f}")
+                     if len(sequences) else "(no sequence met the thresholds)")
+        lines.append("")
+        lines.append(generations.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        return Summary("FlowGSP results", "\n".join(lines),
+                       {"parameters": pd.DataFrame(list(header), columns=["field", "value"]),
+                        "sequences": sequences, "generations": generations})
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``sequences`` (every kept one) and ``generations``, by file stem."""
+        return {"sequences": self.table(), "generations": self.generations_table()}
+
+    def figures(self) -> dict[str, Callable[[], Any]]:
+        """The supports scatter and the generations bars, by file stem, as functions that draw them."""
+        return {"supports": self.plot_supports, "generations": self.plot_generations}
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """The ``whatif mine --json`` document."""

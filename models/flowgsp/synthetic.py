@@ -22,9 +22,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from whatif.models.errors import constraint_error
 from whatif.models.flowgsp.graph import EFG
 from whatif.models.flowgsp.profile_db import TICKS, efg_from_tables
+from whatif.models.params import Interval, validate_params
 
 OPCODES = ("L", "LG", "ST", "LR", "LA", "AHI", "STG", "LGR", "CHI", "CR", "MVC", "SLL")
 OPCODE_WEIGHTS = 1.0 / np.arange(1, len(OPCODES) + 1) ** 0.8
@@ -39,6 +39,7 @@ INSTRUCTION_BYTES = (2, 4, 6)
 INSTRUCTION_BYTES_P = (0.3, 0.55, 0.15)
 
 WEBSPHERE_METHODS = 1400
+_PROFILE_CONSTRAINTS = {"n_methods": Interval(int, 1, None), "event_scale": Interval(float, 0.0, 20.0, "right")}
 
 
 def synthetic_profile(n_methods: int = WEBSPHERE_METHODS, seed: int = 0, ticks_per_instruction: float = 3.0,
@@ -47,10 +48,8 @@ def synthetic_profile(n_methods: int = WEBSPHERE_METHODS, seed: int = 0, ticks_p
 
     ``event_scale`` multiplies the share of instructions exhibiting each hardware event (a denser,
     harder profile for stress tests)."""
-    if not isinstance(n_methods, (int, np.integer)) or n_methods < 1:
-        raise constraint_error("n_methods", "synthetic_profile", "an integer >= 1", n_methods)
-    if not isinstance(event_scale, (int, float)) or not 0 < event_scale <= 20:
-        raise constraint_error("event_scale", "synthetic_profile", "a number in (0, 20]", event_scale)
+    validate_params("synthetic_profile", {"n_methods": n_methods, "event_scale": event_scale},
+                    _PROFILE_CONSTRAINTS)
     rng = np.random.default_rng(seed)
     sym_rows, dis_rows, lst_rows, node_rows, edge_rows = [], [], [], [], []
     ins_sym, ins_off, ins_block_freq, ins_pos, ins_len, ins_ops = [], [], [], [], [], []

@@ -30,18 +30,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from whatif.models.errors import ModelInputError
-from whatif.models.hbench.costs import GcCostResults
 from whatif.models.hbench.profile import AppProfile
-from whatif.models.regression.params import Boolean, Options, validate_params
+from whatif.models.params import Boolean, Options, Parameterised
+from whatif.models.summary import Summary
+
+if TYPE_CHECKING:      # costs.GcCostResults.predict builds a GcTimePredictor: a runtime import would loop
+    from whatif.models.hbench.costs import GcCostResults
 
 
-class GcTimePredictor:
+class GcTimePredictor(Parameterised):
     """Predicts every collection of a profile.  Parameters (checked at the start of :meth:`fit`):
 
     distribution : "pooled" | "separate"
@@ -50,8 +53,8 @@ class GcTimePredictor:
     spacing : bool
     """
 
-    _constraints = {"distribution": Options(("pooled", "separate")), "connectivity": Boolean(), "copy": Boolean(),
-                    "spacing": Boolean()}
+    _parameter_constraints = {"distribution": Options(("pooled", "separate")), "connectivity": Boolean(),
+                              "copy": Boolean(), "spacing": Boolean()}
 
     def __init__(self, distribution: str = "pooled", connectivity: bool = False, copy: bool = True,
                  spacing: bool = False):
@@ -60,12 +63,8 @@ class GcTimePredictor:
         self.copy = copy
         self.spacing = spacing
 
-    def get_params(self) -> dict[str, Any]:
-        return {"distribution": self.distribution, "connectivity": self.connectivity, "copy": self.copy,
-                "spacing": self.spacing}
-
     def fit(self, costs: GcCostResults, profile: AppProfile) -> "PredictionResults":
-        validate_params("GcTimePredictor", self.get_params(), self._constraints)
+        self.validate_params()
         if self.distribution == "separate" and profile.pooled_only:
             raise ModelInputError(f"{profile.name}: distribution 'separate' needs live and dead size "
                                   "histograms; the profile has one pooled 'count' column")
@@ -171,7 +170,7 @@ class PredictionResults:
         return {"application": self.profile.name, "parameters": self.predictor.get_params(), **self.errors,
                 "per_collection": self.table.to_dict(orient="records"), "warnings": list(self.warnings)}
 
-    def summary(self) -> str:
+    def summary(self) -> Summary:
         e = self.errors
         lines = [f"{self.profile.name}: {e['collections']} collections, mean |error| "
                  f"{e['mean_abs_error_pct']:.2f}%, max {e['max_abs_error_pct']:.2f}%, total time difference "
@@ -180,7 +179,16 @@ class PredictionResults:
             w = e["without_explicit"]
             lines.append(f"  without the {e['explicit_collections']} explicit collections: mean |error| "
                          f"{w['mean_abs_error_pct']:.2f}%, total difference {w['time_difference_pct']:+.2f}%")
-        return "\n".join(lines)
+        return Summary(f"HBench:JGC prediction of {self.profile.name}", "\n".join(lines),
+                       {"errors": error_table({self.profile.name: self})})
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``predictions``: predicted against actual time of every collection, with the terms."""
+        return {"predictions": self.table.copy()}
+
+    def figures(self) -> dict[str, Callable[[], Any]]:
+        """Figure 5-9 analogue, as a function that draws it."""
+        return {"predicted_vs_actual": self.plot_predicted_vs_actual}
 
     def plot_predicted_vs_actual(self, title: str | None = None):
         from whatif.models.hbench.plots import plot_predicted_vs_actual

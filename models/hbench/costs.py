@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from whatif.models.errors import ModelInputError
 from whatif.models.hbench.microbench import MB, normalise_microbench
-from whatif.models.regression.params import Interval, NoneOr, validate_params
+from whatif.models.params import Interval, NoneOr, Parameterised
+from whatif.models.summary import Summary
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def ols(x: np.ndarray, y: np.ndarray) -> LinearFit:
     return LinearFit(float(coef[0]), float(coef[1]), r2, len(x))
 
 
-class GcCostModel:
+class GcCostModel(Parameterised):
     """Fit the cost functions of a collector from a microbenchmark table.
 
     Parameters (checked at the start of :meth:`fit`):
@@ -63,19 +64,16 @@ class GcCostModel:
         copying collections without their copy term.
     """
 
-    _constraints = {"copy_bandwidth": NoneOr(Interval(float, 0.0, None, closed="neither"))}
+    _parameter_constraints = {"copy_bandwidth": NoneOr(Interval(float, 0.0, None, closed="neither"))}
 
     def __init__(self, copy_bandwidth: float | None = None):
         self.copy_bandwidth = copy_bandwidth
 
-    def get_params(self) -> dict[str, Any]:
-        return {"copy_bandwidth": self.copy_bandwidth}
-
     def fit(self, microbench: pd.DataFrame, source: str = "microbenchmark table") -> "GcCostResults":
+        self.validate_params()
         params = self.get_params()
-        if isinstance(params["copy_bandwidth"], int) and not isinstance(params["copy_bandwidth"], bool):
+        if params["copy_bandwidth"] is not None:
             params["copy_bandwidth"] = float(params["copy_bandwidth"])
-        validate_params("GcCostModel", params, self._constraints)
         mb = normalise_microbench(microbench, source)
         empty = mb[mb["step"] == "empty"]
         if empty["heap_bytes"].nunique() < 2:
@@ -211,10 +209,33 @@ class GcCostResults:
             "knee_live_bytes": self.knee("live"), "knee_dead_bytes": self.knee("dead"),
         }
 
-    def summary(self) -> "CostSummary":
-        return CostSummary(self)
+    def summary(self) -> Summary:
+        lines = ["HBench:JGC cost functions (seed 003 Table 5-4 layout)",
+                 f"  C_fixed(h) = {self.fixed.intercept * 1e3:.4g} ms + {self.fixed.slope * MB * 1e3:.4g} ms/MB x h"
+                 f"   (R^2 {self.fixed.r2:.4f}, {self.fixed.n} points)"]
+        if self.c_ref is not None:
+            lines.append(f"  C_ref = {self.c_ref * 1e6:.4g} us per further reference field")
+        if self.c_visit is not None:
+            lines.append(f"  C_visit = {self.c_visit * 1e6:.4g} us per further incoming reference")
+        if self.copy_bandwidth:
+            lines.append(f"  copy bandwidth = {self.copy_bandwidth / MB:.4g} MB/s")
+        lines.append(self.table_5_4.to_string(index=False, float_format=lambda v: f"{v:.3e}"))
+        return Summary("HBench:JGC cost functions", "\n".join(lines), {"table_5_4": self.table_5_4})
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """``cost_functions`` (Table 5-4 layout, ms) and ``cost_fit`` (seconds, with each slope's R^2 and
+        points), by file stem."""
+        return {"cost_functions": self.table_5_4.copy(), "cost_fit": self.table.copy()}
 
     # ---- plots ---------------------------------------------------------------------------------
+    def figures(self) -> dict[str, Callable[[], Any]]:
+        """Figures 5-1 to 5-7 analogues, by file stem, as functions that draw them (memory reads only
+        when the microbenchmark table has them)."""
+        figs: dict[str, Callable[[], Any]] = {"heap_size": self.plot_heap_size, "object_size": self.plot_object_size}
+        if "memory_reads" in self.microbench:
+            figs["memory_reads"] = self.plot_memory_reads
+        return figs
+
     def plot_heap_size(self):
         from whatif.models.hbench.plots import plot_heap_size
 
@@ -237,25 +258,3 @@ class GcCostResults:
 
         return GcTimePredictor(distribution=distribution, connectivity=connectivity, copy=copy,
                                spacing=spacing).fit(self, profile)
-
-
-class CostSummary:
-    def __init__(self, res: GcCostResults):
-        self.res = res
-
-    def __str__(self) -> str:
-        r = self.res
-        lines = ["HBench:JGC cost functions (seed 003 Table 5-4 layout)",
-                 f"  C_fixed(h) = {r.fixed.intercept * 1e3:.4g} ms + {r.fixed.slope * MB * 1e3:.4g} ms/MB x h"
-                 f"   (R^2 {r.fixed.r2:.4f}, {r.fixed.n} points)"]
-        if r.c_ref is not None:
-            lines.append(f"  C_ref = {r.c_ref * 1e6:.4g} us per further reference field")
-        if r.c_visit is not None:
-            lines.append(f"  C_visit = {r.c_visit * 1e6:.4g} us per further incoming reference")
-        if r.copy_bandwidth:
-            lines.append(f"  copy bandwidth = {r.copy_bandwidth / MB:.4g} MB/s")
-        lines.append(r.table_5_4.to_string(index=False, float_format=lambda v: f"{v:.3e}"))
-        return "\n".join(lines)
-
-    def html(self) -> str:
-        return self.res.table_5_4.to_html(index=False)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from whatif.models.errors import ModelInputError
+from whatif.models.params import Interval, ListOf, Parameterised
 
 #: object sizes of seed 003 Table 5-4 (payload bytes)
 TABLE_5_4_SIZES = tuple(range(12, 133, 8))
@@ -52,10 +53,31 @@ def object_bytes(object_size: int, header_bytes: int = 4) -> int:
     return (object_size + header_bytes + 7) // 8 * 8
 
 
+_POSITIVE_INT = Interval(int, 1, None)
+_POSITIVE = Interval(float, 0.0, None, "neither")
+
+
 @dataclass(frozen=True)
-class MicrobenchPlan:
+class MicrobenchPlan(Parameterised):
     """Configurations of the microbenchmark.  Volumes are in MB of list objects; ``scale`` multiplies
-    every heap size and volume (studies shrink the heaps of their applications by the same factor)."""
+    every heap size and volume (studies shrink the heaps of their applications by the same factor).
+    The fields are checked on construction (``ModelInputError`` naming the field)."""
+
+    _parameter_constraints = {
+        "object_sizes": ListOf(_POSITIVE_INT, nonempty=True),
+        "n_lists": _POSITIVE_INT,
+        "volumes_mb": ListOf(_POSITIVE, nonempty=True),
+        "size_heap_mb": _POSITIVE,
+        "fixed_object_size": _POSITIVE_INT,
+        "fixed_list_length": _POSITIVE_INT,
+        "fixed_heaps_mb": ListOf(_POSITIVE, nonempty=True),
+        "connectivity_object_size": _POSITIVE_INT,
+        "connectivity_volume_mb": _POSITIVE,
+        "header_bytes": Interval(int, 0, None),
+        "scale": _POSITIVE,
+        "large_lists": _POSITIVE_INT,
+    }
+
     object_sizes: tuple[int, ...] = TABLE_5_4_SIZES + LARGE_SIZES
     n_lists: int = 512
     volumes_mb: tuple[float, ...] = (16.0, 24.0, 32.0)      # objects per size: these volumes
@@ -70,14 +92,7 @@ class MicrobenchPlan:
     large_lists: int = 4                                     # lists of objects of 4 KB and more
 
     def __post_init__(self) -> None:
-        for name in ("n_lists", "fixed_list_length", "fixed_object_size", "connectivity_object_size",
-                     "large_lists"):
-            if getattr(self, name) <= 0:
-                raise ModelInputError(f"MicrobenchPlan: {name} must be positive, got {getattr(self, name)}")
-        if not self.object_sizes or min(self.object_sizes) <= 0:
-            raise ModelInputError(f"MicrobenchPlan: object sizes must be positive, got {self.object_sizes}")
-        if not self.scale > 0:
-            raise ModelInputError(f"MicrobenchPlan: scale must be > 0, got {self.scale}")
+        self.validate_params()
         if len(set(self.volumes_mb)) < 2:
             raise ModelInputError("MicrobenchPlan: at least two object volumes are needed for the slopes")
 

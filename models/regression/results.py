@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Mapping
+from functools import cached_property, partial
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,7 @@ from whatif.models.regression.design import INTERCEPT, Standardizer, Term, desig
 from whatif.models.regression.ols import FTest, OLSFit
 from whatif.models.regression.stepwise import StepwiseResult
 from whatif.models.regression.varclus import Varclus
+from whatif.models.summary import Summary
 
 #: Display names of the models (seed Table IV).
 MODEL_LABELS = {"I": "I-order", "II": "II-order", "III": "III-order", "II_pruned": "II-order pruned",
@@ -84,17 +85,6 @@ class ModelFit:
             "cv_error_spread95": self.cv.spread95, "cv_fold_errors_pct": self.cv.fold_errors.tolist(),
             "terms": terms,
         }
-
-
-@dataclass(frozen=True)
-class RegressionSummary:
-    """Terminal text plus the tables behind it (for an HTML report)."""
-
-    text: str
-    tables: Mapping[str, pd.DataFrame]
-
-    def __str__(self) -> str:
-        return self.text
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,7 +212,7 @@ class RegressionResults:
         return self._design_of(fit, X) @ fit.ols.coef
 
     # ------------------------------------------------------------------ text / JSON
-    def summary(self) -> RegressionSummary:
+    def summary(self) -> Summary:
         lines = [f"Regression of '{self.response}' on {len(self.predictors)} predictors, n = {self.n} "
                  f"(predictors {'z-scored' if self.settings['standardize'] else 'raw'}, response in its own units)"]
         if self.dropped_constant:
@@ -248,7 +238,39 @@ class RegressionResults:
             lines += ["", f"pruning: {self.model(self.pruned_from).n_terms} -> {self.model(name).n_terms} terms in "
                           f"{len(self.stepwise.steps) - 1} steps ({self.settings['bic']} BIC"
                           f"{', hierarchical' if self.stepwise.hierarchy else ''})"]
-        return RegressionSummary("\n".join(lines), tables)
+        return Summary("Regression results", "\n".join(lines), tables)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table of the results directory, by file stem: Table IV (formatted and numeric), the
+        coefficients, F-tests, spearman2, varclus similarities and VIFs of every model, the
+        cross-validation folds, per-row fitted and cross-validated predictions, and the pruning steps."""
+        coefficients = []
+        for name in self.models:
+            t = self.model(name).coefficients()
+            t.insert(0, "model", name)
+            coefficients.append(t)
+        folds = [{"model": name, "fold": f, "rows": int(len(self.folds[f])), "error_pct": float(e)}
+                 for name, fit in self.models.items() for f, e in enumerate(fit.cv.fold_errors)]
+        first = next(iter(self.models.values()))
+        pred = pd.DataFrame({"row": range(1, self.n + 1), self.response: first.ols.y, "fold": first.cv.fold_of_row})
+        for name, fit in self.models.items():
+            pred[f"fitted_{name}"] = fit.ols.fitted
+            pred[f"cv_predicted_{name}"] = fit.cv.predictions
+            pred[f"cv_error_pct_{name}"] = fit.cv.row_errors
+        tables = {
+            "table_iv": self.table_iv().reset_index(),
+            "table_iv_numeric": self.table_iv_numeric().reset_index(names="diagnostic").astype(str),
+            "coefficients": pd.concat(coefficients, ignore_index=True),
+            "f_tests": pd.DataFrame([t.to_dict() for t in self.f_tests]),
+            "spearman2": self.spearman2,
+            "varclus_rho2": self.varclus.similarity().reset_index(names="predictor"),
+            "vif": pd.concat([self.vif_table(m).assign(model=m) for m in self.models], ignore_index=True),
+            "cv_folds": pd.DataFrame(folds),
+            "predictions": pred,
+        }
+        if self.stepwise is not None:
+            tables["stepwise"] = pd.DataFrame([s.to_dict() for s in self.stepwise.steps])
+        return tables
 
     def to_dict(self) -> dict[str, Any]:
         """The ``whatif regress --json`` document."""
@@ -291,6 +313,18 @@ class RegressionResults:
         return doc
 
     # ------------------------------------------------------------------ figures
+    def figures(self) -> dict[str, Callable[[], Any]]:
+        """Figures 1-4 (and the residuals of the other models), by file stem, as functions that draw them."""
+        pruned = self.pruned_name or list(self.models)[-1]
+        figs: dict[str, Callable[[], Any]] = {
+            "fig1_varclus": self.plot_varclus, "fig2_spearman2": self.plot_spearman2,
+            "fig3_coefficients": partial(self.plot_coefficients, pruned),
+            "fig4_residuals": partial(self.plot_residuals, pruned)}
+        for name in self.models:
+            if name != pruned:
+                figs[f"residuals_{name}"] = partial(self.plot_residuals, name)
+        return figs
+
     def plot_varclus(self):
         """Figure 1: dendrogram of the predictors on Spearman rho^2."""
         from whatif.models.regression.plots import plot_varclus

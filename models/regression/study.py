@@ -15,8 +15,8 @@ from whatif.models.regression.data import ID_COLUMNS, prepare
 from whatif.models.regression.design import (Standardizer, aliased_columns, build_terms, design_matrix, parse_exclude,
                                       term_name)
 from whatif.models.regression.ols import BIC_FORMS, f_test, fit_ols
-from whatif.models.regression.params import (Boolean, Interval, NoneOr, Options, StrSequence, unknown_params,
-                                      validate_params)
+from whatif.models.params import (Boolean, Interval, ListOf, NoneOr, Options, Parameterised, String, unknown_params,
+                                  validate_params)
 from whatif.models.regression.results import ModelFit, RegressionResults
 from whatif.models.regression.stepwise import stepwise
 from whatif.models.regression.varclus import redundant_predictors, spearman2, varclus
@@ -28,7 +28,7 @@ class ModelInputWarning(UserWarning):
     """The analysis could proceed after adjusting the input (e.g. a constant predictor was dropped)."""
 
 
-class RegressionStudy:
+class RegressionStudy(Parameterised):
     """Regression of a response (e.g. ``cycles``) on counter events and their interactions.
 
     Parameters (checked at the start of :meth:`fit`; each may also be passed to ``fit`` as a keyword):
@@ -75,9 +75,9 @@ class RegressionStudy:
         "alpha": Interval(float, 0.0, 1.0, "neither"),
         "standardize": Boolean(),
         "redundancy_cut": NoneOr(Interval(float, 0.0, 1.0, "right")),
-        "keep_predictors": StrSequence(),
+        "keep_predictors": ListOf(String()),
         "alias_tol": Interval(float, 0.0, 1e-2, "neither"),
-        "id_columns": StrSequence(),
+        "id_columns": ListOf(String()),
     }
 
     def __init__(self, order: int = 2, prune: str = "bic", bic: str = "seed", hierarchy: bool = True,
@@ -96,9 +96,6 @@ class RegressionStudy:
         self.keep_predictors = keep_predictors
         self.alias_tol = alias_tol
         self.id_columns = id_columns
-
-    def get_params(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._parameter_constraints}
 
     # ------------------------------------------------------------------ fit
     def fit(self, data: pd.DataFrame, response: str, predictors: Sequence[str] | None = None,

@@ -11,19 +11,19 @@ Typical use::
     res["harpertown"].clusters, res.system_evaluation.table(), res.to_dict()
 """
 
-from .engine import PARAMETER_CONSTRAINTS, SimilarityEngine
+from .engine import SimilarityEngine
 from .evaluation import PairEvaluation, SystemEvaluation, evaluate_systems
 from .hierarchy import Clustering, CutStep, Hierarchy, ReferenceSearch, algorithm1, algorithm2, build_hierarchy
 from .io import read_table, run_times_from_table
 from .kmeans import KMeansResult, hartigan_wong
 from .mst import DistanceSource, SpanningTree, minimum_spanning_tree, minimum_spanning_tree_dense
 from .rank import average_ranks, kendall_embedding, similarity_matrix, spearman_embedding
-from .results import PlatformSimilarity, SimilarityResults, Summary, adjusted_rand_index
+from .results import PlatformSimilarity, SimilarityResults, adjusted_rand_index
 from .signatures import (SignatureSet, Signatures, SimilarityWarning, signatures_from_arrays,
                          signatures_from_table, signatures_from_time_series)
 
 __all__ = [
-    "SimilarityEngine", "PARAMETER_CONSTRAINTS", "SimilarityResults", "PlatformSimilarity", "Summary",
+    "SimilarityEngine", "SimilarityResults", "PlatformSimilarity",
     "SystemEvaluation", "PairEvaluation", "evaluate_systems",
     "Signatures", "SignatureSet", "SimilarityWarning", "signatures_from_time_series", "signatures_from_table",
     "signatures_from_arrays", "read_table", "run_times_from_table",

@@ -4,13 +4,13 @@ comparison -> system evaluation.  Parameters are declared as data and checked at
 from __future__ import annotations
 
 import warnings as _warnings
-from numbers import Integral, Real
 from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..errors import ModelInputError, constraint_error
+from ..errors import ModelInputError
+from ..params import Boolean, Interval, ListOf, NoneOr, Options, Parameterised, String
 from .evaluation import SystemEvaluation, evaluate_systems
 from .hierarchy import STOP_RULES, algorithm1, algorithm2, build_hierarchy
 from .io import run_times_from_table
@@ -22,39 +22,11 @@ from .signatures import (CONSTANT_POLICIES, SignatureSet, Signatures, Similarity
                          signatures_from_time_series)
 
 
-def _is_real(v) -> bool:
-    return isinstance(v, Real) and not isinstance(v, bool)
+_NAMES = NoneOr(ListOf(String(nonempty=True), nonempty=True))
+_NAME = NoneOr(String(nonempty=True))
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, Integral) and not isinstance(v, bool)
-
-
-def _str_seq(v) -> bool:
-    return (isinstance(v, (list, tuple)) and all(isinstance(x, str) and x for x in v)) and len(v) > 0
-
-
-# name -> (predicate, what it must be); one entry per __init__ parameter (a test checks this).
-PARAMETER_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "threshold": (lambda v: _is_real(v) and 0.0 < float(v) < 2.0, "a number in the open interval (0, 2)"),
-    "method": (lambda v: v in METHODS, f"one of {', '.join(repr(m) for m in METHODS)}"),
-    "stop_rule": (lambda v: v in STOP_RULES, f"one of {', '.join(repr(m) for m in STOP_RULES)}"),
-    "reference": (lambda v: v is None or (isinstance(v, str) and v != ""), "None or a non-empty str"),
-    "kmeans": (lambda v: isinstance(v, (list, tuple)) and all(_is_int(k) and k >= 2 for k in v),
-               "a sequence of ints >= 2 (empty for no k-means)"),
-    "kmeans_n_init": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
-    "kmeans_max_iter": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
-    "seed": (lambda v: _is_int(v) and v >= 0, "an int >= 0"),
-    "on_constant": (lambda v: v in CONSTANT_POLICIES, f"one of {', '.join(repr(m) for m in CONSTANT_POLICIES)}"),
-    "stalls": (lambda v: v is None or _str_seq(v), "None or a non-empty sequence of column names"),
-    "cycles": (lambda v: v is None or (isinstance(v, str) and v != ""), "None or a column name"),
-    "instructions": (lambda v: v is None or (isinstance(v, str) and v != ""), "None or a column name"),
-    "platforms": (lambda v: v is None or _str_seq(v), "None or a non-empty sequence of platform names"),
-    "dedup": (lambda v: isinstance(v, bool), "a bool"),
-}
-
-
-class SimilarityEngine:
+class SimilarityEngine(Parameterised):
     """Correlation-driven application similarity (Cammarota et al., seed 002).
 
     Parameters
@@ -72,6 +44,23 @@ class SimilarityEngine:
     platforms : analyse only these platforms (None: all).
     dedup : collapse identical rank vectors before the MST (same results, much faster for few stalls).
     """
+
+    _parameter_constraints = {
+        "threshold": Interval(float, 0.0, 2.0, "neither"),
+        "method": Options(METHODS),
+        "stop_rule": Options(STOP_RULES),
+        "reference": _NAME,
+        "kmeans": ListOf(Interval(int, 2, None)),      # empty: no k-means
+        "kmeans_n_init": Interval(int, 1, None),
+        "kmeans_max_iter": Interval(int, 1, None),
+        "seed": Interval(int, 0, None),
+        "on_constant": Options(CONSTANT_POLICIES),
+        "stalls": _NAMES,
+        "cycles": _NAME,
+        "instructions": _NAME,
+        "platforms": _NAMES,
+        "dedup": Boolean(),
+    }
 
     def __init__(self, threshold: float = 0.5, method: str = "spearman", stop_rule: str = "graph",
                  reference: str | None = None, kmeans: Sequence[int] = (3, 5), kmeans_n_init: int = 10,
@@ -92,15 +81,6 @@ class SimilarityEngine:
         self.instructions = instructions
         self.platforms = platforms
         self.dedup = dedup
-
-    def get_params(self) -> dict:
-        return {name: getattr(self, name) for name in PARAMETER_CONSTRAINTS}
-
-    def validate_params(self) -> None:
-        for name, (ok, must) in PARAMETER_CONSTRAINTS.items():
-            value = getattr(self, name)
-            if not ok(value):
-                raise constraint_error(name, type(self).__name__, must, value)
 
     # -- entry points ------------------------------------------------------------
     def fit(self, time_series: pd.DataFrame, run_times: pd.DataFrame | None = None, *, source: str = "table",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from ..summary import Summary
 from .evaluation import SystemEvaluation
 from .hierarchy import Clustering, Hierarchy, ReferenceSearch
 from .kmeans import KMeansResult
@@ -229,24 +231,6 @@ class PlatformSimilarity:
 
 
 @dataclass(frozen=True)
-class Summary:
-    """Text for the terminal and DataFrames for the HTML report."""
-
-    text: str
-    tables: Mapping[str, pd.DataFrame]
-
-    def __str__(self) -> str:
-        return self.text
-
-    def to_html(self) -> str:
-        import html
-        parts = [f"<pre>{html.escape(self.text)}</pre>"]
-        for name, df in self.tables.items():
-            parts.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, border=0))
-        return "\n".join(parts)
-
-
-@dataclass(frozen=True)
 class SimilarityResults:
     """What ``SimilarityEngine.fit`` returns."""
 
@@ -325,12 +309,66 @@ class SimilarityResults:
                                     f"({_verdict(pe.reference_direction_correct)})"))
         for w in self.warnings:
             lines.append(f"warning: {w}")
-        return Summary("\n".join(lines), tables)
+        return Summary("Similarity results", "\n".join(lines), tables)
+
+    def tables(self, matrix: bool = False) -> dict[str, pd.DataFrame]:
+        """Every table of the results directory, by file stem: per-platform tables stacked with a
+        ``platform`` column (signatures, mst, clusters, cut_steps, reference_search), each platform's
+        similarity matrix (up to MATRIX_LIMIT applications unless ``matrix``), the k-means comparison
+        and the system evaluation."""
+        tables: dict[str, pd.DataFrame] = {}
+        stacked: dict[str, list[pd.DataFrame]] = {"signatures": [], "mst": [], "clusters": [], "cut_steps": [],
+                                                  "reference_search": []}
+        for p, r in self.platforms.items():
+            for name, frame in (("signatures", r.signature_frame()), ("mst", r.mst_frame()),
+                                ("clusters", r.clusters_frame()), ("cut_steps", r.cut_steps_frame()),
+                                ("reference_search", r.reference_search_frame())):
+                frame = frame.copy()
+                frame.insert(0, "platform", p)
+                stacked[name].append(frame)
+            if matrix or r.n <= MATRIX_LIMIT:
+                tables[f"similarity_{_safe(p)}"] = r.similarity_frame()
+        for name, frames in stacked.items():
+            if frames:
+                tables[name] = pd.concat(frames, ignore_index=True)
+        if self.parameters.get("reference") is None:
+            tables.pop("reference_search", None)
+        else:
+            tables["kmeans_comparison"] = self.kmeans_table()
+        if self.system_evaluation is not None:
+            tables["system_evaluation"] = self.system_evaluation.table()
+            tables["system_evaluation_reference"] = self.system_evaluation.reference_table()
+            tables["system_evaluation_cases"] = self.system_evaluation.cases
+        return tables
+
+    def figures(self) -> dict[str, Callable[[], Any]]:
+        """Per platform (up to PLOT_LIMIT applications) the signatures, similarity matrix, MST, cut steps
+        (when any) and cut hierarchy, and the time series of the reference (or first application) when
+        the input was a time series; by file stem, as functions that draw them."""
+        figs: dict[str, Callable[[], Any]] = {}
+        for p, r in self.platforms.items():
+            if r.n > PLOT_LIMIT:
+                continue
+            figs[f"signatures_{_safe(p)}"] = r.plot_signatures
+            figs[f"similarity_{_safe(p)}"] = r.plot_similarity
+            figs[f"mst_{_safe(p)}"] = r.plot_mst
+            if r.clustering.steps:
+                figs[f"cut_steps_{_safe(p)}"] = r.plot_cut_steps
+            figs[f"dendrogram_{_safe(p)}"] = r.plot_dendrogram
+        if self.series is not None and self.platforms:
+            app = self.parameters.get("reference") or next(iter(self.platforms.values())).applications[0]
+            figs[f"time_series_{_safe(app)}"] = partial(self.plot_time_series, app)
+        return figs
 
     def plot_time_series(self, application: str, **kw):
         """CPI and stall-ratio series of one application on each platform (Figure 3 analogue)."""
         from . import plots
         return plots.time_series(self, application, **kw)
+
+
+def _safe(name: str) -> str:
+    """A file stem from a platform or application name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
 def _verdict(correct: bool | None) -> str:

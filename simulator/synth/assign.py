@@ -20,7 +20,7 @@ from numba import njit
 
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
     OP_LOAD, OP_MUL, OP_STORE
-from whatif.simulator.synth.structure import T_NONE, PhaseCode
+from whatif.simulator.synth.structure import T_IF, T_LOOP, T_NONE, PhaseCode, block_weights, expected_trips
 
 MAX_BLOCK = 400
 SLOT_OPS = np.array([OP_LOAD, OP_STORE, OP_FP, OP_ALU, OP_MUL, OP_DIV], dtype=np.uint8)
@@ -258,3 +258,24 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
         if d_reg >= 0:
             dst[k] = d_reg
             lastw[d_reg] = k
+
+
+def assign_behaviours(pc: PhaseCode, rng: np.random.Generator) -> None:
+    """Re-deal the branch behaviours by dynamic weight: forward branches get biased / periodic /
+    random, loops fixed / variable trip counts, by the weighted quota rule (hottest first), so that
+    the requested shares hold for executed branches, not just for static ones."""
+    br = pc.params.branches
+    w, _ = block_weights(pc)
+    heads = np.flatnonzero(pc.b_term == T_IF)
+    if len(heads):
+        cons = pc.b_construct[heads]
+        shares = np.array([br.biased, br.periodic, br.random])
+        pc.c_behaviour[cons] = weighted_classes(w[heads], cons, shares, rng)
+    backs = np.flatnonzero(pc.b_term == T_LOOP)
+    if len(backs) and 0.0 < br.fixed_trip_loops < 1.0:
+        cons = pc.b_construct[backs]
+        fixed = weighted_classes(w[backs], cons, np.array([1 - br.fixed_trip_loops, br.fixed_trip_loops]), rng) == 1
+        pc.c_fixed[cons] = fixed
+        base = pc.c_base[cons]
+        pc.c_base[cons] = np.where(fixed, np.maximum(1.0, np.rint(base)), base)
+        pc.c_mu[cons] = np.where(fixed, pc.c_base[cons], expected_trips(pc.c_base[cons], br.loop_trip_spread))

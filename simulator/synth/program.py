@@ -19,10 +19,10 @@ import numpy as np
 from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE, IsaSpec
 from whatif.simulator.synth import depcal
 from whatif.simulator.synth import kernel as K
-from whatif.simulator.synth.assign import SLOT_OPS, assign_registers, block_lengths, weighted_classes
+from whatif.simulator.synth.assign import SLOT_OPS, assign_behaviours, assign_registers, block_lengths, weighted_classes
 from whatif.simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
 from whatif.simulator.synth.structure import (B_PERIODIC, T_CALL, T_IF, T_JUMP, T_LOOP, T_NONE, T_PH_CONT, T_PH_EXIT,
-                                       T_PH_SWITCH, T_RET, PhaseCode, assign_behaviours, block_weights,
+                                       T_PH_SWITCH, T_RET, PhaseCode, block_weights,
                                        bound_call_sizes, calibrate_taken, generate, mean_floor, trip_range)
 from whatif.simulator.workload import PhaseParams, Workload, phase_lengths, resolve_phases
 

@@ -508,28 +508,6 @@ def bound_call_sizes(pc: PhaseCode, cap: float) -> int:
     return shrunk
 
 
-def assign_behaviours(pc: PhaseCode, rng: np.random.Generator) -> None:
-    """Re-deal the branch behaviours by dynamic weight: forward branches get biased / periodic /
-    random, loops fixed / variable trip counts, by the weighted quota rule (hottest first), so that
-    the requested shares hold for executed branches, not just for static ones."""
-    from whatif.simulator.synth.assign import weighted_classes      # (assign imports this module)
-    br = pc.params.branches
-    w, _ = block_weights(pc)
-    heads = np.flatnonzero(pc.b_term == T_IF)
-    if len(heads):
-        cons = pc.b_construct[heads]
-        shares = np.array([br.biased, br.periodic, br.random])
-        pc.c_behaviour[cons] = weighted_classes(w[heads], cons, shares, rng)
-    backs = np.flatnonzero(pc.b_term == T_LOOP)
-    if len(backs) and 0.0 < br.fixed_trip_loops < 1.0:
-        cons = pc.b_construct[backs]
-        fixed = weighted_classes(w[backs], cons, np.array([1 - br.fixed_trip_loops, br.fixed_trip_loops]), rng) == 1
-        pc.c_fixed[cons] = fixed
-        base = pc.c_base[cons]
-        pc.c_base[cons] = np.where(fixed, np.maximum(1.0, np.rint(base)), base)
-        pc.c_mu[cons] = np.where(fixed, pc.c_base[cons], expected_trips(pc.c_base[cons], br.loop_trip_spread))
-
-
 def taken_rate(pc: PhaseCode, w: np.ndarray) -> float:
     """Expected dynamic taken rate of the conditional branches for block weights ``w``."""
     p = pc.if_probabilities()

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from whatif.models.regression import ModelInputWarning, RegressionStudy  # noqa: E402
 from whatif.models.regression.design import Standardizer, build_terms, design_matrix  # noqa: E402
 from whatif.models.regression.stepwise import stepwise, stepwise_reference  # noqa: E402
-from whatif.scenarios.checks_regression import planted_counter_table  # noqa: E402
+from whatif.scenarios.checks.regression import planted_counter_table  # noqa: E402
 
 N, K, BUDGET_S = 500, 18, 30.0
 

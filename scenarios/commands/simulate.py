@@ -1,0 +1,57 @@
+"""Glue of ``whatif simulate``: one workload on one platform -> events, CPI stack, time series."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import ValidationError
+
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.measure import SimulateSpec, compile_kernels
+from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
+from whatif.scenarios.results.directory import write_results_dir
+from whatif.scenarios.results.progress import status
+from whatif.scenarios.results.writer import check_results_target
+from whatif.simulator.collect import simulate_one
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.platform import load_platform
+from whatif.simulator.sampling import Sampling
+from whatif.simulator.schema import format_validation_error
+from whatif.simulator.workload import load_workload
+
+
+def simulate_command(platform_name: str, workload: str, instructions: int, overrides: list[str],
+                     sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool,
+                     warmup: int = 0) -> dict:
+    """``seed`` is the program seed (binary and input); the replicate seed is drawn from it."""
+    started = time.perf_counter()
+    if out is not None:
+        check_results_target(out)
+    platform = load_platform(platform_name, overrides)
+    try:
+        spec = SimulateSpec(instructions=instructions, warmup=warmup, time_scale=time_scale, pmu=pmu,
+                            sampling=list(Sampling.parse(sampling).__dict__.values()) if sampling else None)
+    except ValidationError as exc:
+        raise ScenarioError(format_validation_error(exc, "simulate")) from None
+    load_workload(workload)                 # an unknown name fails now, listing the known ones
+    collect = spec.collect_spec()
+    compile_kernels(progress)
+    with status(f"whatif simulate: {workload} on {platform.name}", enabled=progress):
+        res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed)
+    if collect.sampling is not None and (res["timeseries"] is None or len(res["timeseries"]) == 0):
+        raise SimulatorInputError(f"the run of {instructions:,} instructions ended before the first sampling "
+                                  f"interval closed; give more instructions or a shorter --sampling")
+    doc = {"platform": platform.name, "workload": workload, "instructions": res["counters"]["instructions"],
+           "totals": res["totals"], "cpi": res["cpi"], "cpi_stack": res["cpi_stack"],
+           "sim_instructions_per_s": res["sim_instructions_per_s"], "seconds": res["seconds"],
+           "pmu_runs": res["pmu_runs"]}
+    if out is not None:
+        run = {"platform": platform.name, "workload": workload, "variant": "as-shipped", **res}
+        tables, figures = simulate_tables([run]), simulate_figures([run])
+        write_results_dir(out, title=f"{workload} on {platform.name}", study="simulate", results=doc,
+                          started=started, tables=tables, figures=figures,
+                          report=lambda rep: add_report(rep, tables, figures), seed=seed,
+                          parameters={"workload": workload, "simulate": spec.model_dump()},
+                          platforms={platform.name: platform.model_dump()},
+                          rates={"sim_instructions_per_s": res["sim_instructions_per_s"]})
+    return doc

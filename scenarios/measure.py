@@ -1,0 +1,93 @@
+"""What the study kinds that simulate workloads share: the ``[simulate]`` table, its up-front checks, the
+kernels loaded under a status line, and every run of a study through :func:`simulator.collect.simulate_one`.
+
+Seeds: a run's ``program_seed`` fixes binary and input, its ``seed`` (the replicate seed) page placement,
+timer phase and OS noise (``whatif.scenarios.scenario``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.results.progress import progress_bar, status
+from whatif.simulator.collect import CollectSpec, check_sampling_feasible, simulate_one
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import load_platform
+from whatif.simulator.sampling import Sampling
+from whatif.simulator.workload import load_workload
+
+DEFAULT_TIME_SCALE = 1e-4
+
+
+class SimulateSpec(BaseModel):
+    """The ``[simulate]`` table."""
+    model_config = ConfigDict(extra="forbid")
+    instructions: PositiveInt = 2_000_000
+    warmup: NonNegativeInt = 0                   # program instructions run uncounted first (caches warm)
+    sampling: list[float] | None = None          # [s_d, s_p, s_i] in the seed's seconds
+    time_scale: float = Field(default=DEFAULT_TIME_SCALE, gt=0)
+    pmu: Literal["ideal", "physical"] = "ideal"
+    os_noise: bool = True
+    predictor: str | None = None
+
+    def sampling_scaled(self) -> Sampling | None:
+        if self.sampling is None:
+            return None
+        if len(self.sampling) != 3:
+            raise SimulatorInputError(f"sampling: expected [s_d, s_p, s_i], got {self.sampling}")
+        return Sampling(*self.sampling).scaled(self.time_scale)
+
+    def collect_spec(self) -> CollectSpec:
+        return CollectSpec(instructions=self.instructions, warmup=self.warmup, sampling=self.sampling_scaled(),
+                           pmu=self.pmu, os_noise=self.os_noise, predictor=self.predictor)
+
+
+def check_workloads(workloads: list[str], source: str) -> None:
+    """Every workload resolves (an unknown name lists the known ones)."""
+    for w in workloads:
+        try:
+            load_workload(w)
+        except SimulatorInputError as exc:
+            raise ScenarioError(f"{source}: workloads: {exc}") from None
+
+
+def check_sampling(spec: SimulateSpec, runs: list, source: str, min_intervals: int = 1) -> None:
+    """Fail before simulating when a run could not hold ``min_intervals`` sampling intervals."""
+    try:
+        sampling = spec.sampling_scaled()
+        for run in runs:
+            check_sampling_feasible(load_platform(run.platform, run.overrides), spec.instructions, sampling,
+                                    min_intervals)
+    except SimulatorInputError as exc:
+        raise ScenarioError(f"{source}: simulate: {exc}") from None
+
+
+def compile_kernels(progress: bool) -> None:
+    """Load the numba kernels (compiling them on the very first run, which takes about a minute)
+    under a status line, so that the first run does not look stuck."""
+    empty = np.zeros(0, np.uint64)
+    with status("whatif: loading the simulation kernels (compiled once, then cached)", enabled=progress):
+        MemoryHierarchy(load_platform("mpc7447a")).run(empty, empty.astype(np.uint16), empty.astype(np.uint8))
+
+
+def simulate_runs(ctx, spec: SimulateSpec) -> list[dict]:
+    """Every run of the study (locally with a progress bar, or on the cluster): identity + ``simulate_one``."""
+    compile_kernels(ctx.progress)
+    collect = spec.collect_spec()
+    with progress_bar(len(ctx.runs), ctx.scenario.study, enabled=ctx.progress) as advance:
+        outs = ctx.executor.map(simulate_run, ctx.runs, shared=collect, progress=advance, units=1)
+    return [{**run.identity(), **out} for run, out in zip(ctx.runs, outs)]
+
+
+def simulate_run(run, collect: CollectSpec, progress=None) -> dict:
+    """One run (module level, so that pool and Dask workers can import it)."""
+    out = simulate_one(load_platform(run.platform, run.overrides), run.workload, collect,
+                       program_seed=run.program_seed, replicate_seed=run.seed)
+    if progress is not None:
+        progress(1)
+    return out

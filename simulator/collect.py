@@ -1,0 +1,134 @@
+"""Collecting one configuration's measurements: a program on its input, counted as a PMU counts it.
+
+Seeds mean one thing (DESIGN.md, ``whatif.scenarios.scenario``): ``program_seed`` fixes the program --
+the synthesised binary and its input (every data-dependent choice) -- and ``replicate_seed`` varies only
+what differs between two runs of that program on a real machine: physical page placement, timer phase,
+OS noise.  The PMU runs of one replicate (``pmu = "physical"``: the platform's physical counters hold
+only a few events per run) are further runs of the same program on the same input, as when perf re-runs
+a command; their run seeds are drawn from the replicate seed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+import numpy as np
+import pandas as pd
+
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.machine import Machine
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.osnoise import TimerNoise
+from whatif.simulator.platform import Platform
+from whatif.simulator.pmu import EventGroup, evaluate, event_groups, merge_groups
+from whatif.simulator.sampling import Sampling, sample
+
+MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
+
+PmuMode = Literal["ideal", "physical"]
+
+
+@dataclass(frozen=True)
+class CollectSpec:
+    """What to count of one configuration: program instructions (after ``warmup`` uncounted ones),
+    the counter sampling in simulated seconds, the counting mode, OS noise and the branch predictor."""
+    instructions: int
+    warmup: int = 0
+    sampling: Sampling | None = None
+    pmu: PmuMode = "ideal"
+    os_noise: bool = True
+    predictor: str | None = None
+
+
+def pmu_groups(platform: Platform, mode: PmuMode) -> list[EventGroup] | None:
+    """The event groups of a ``physical`` collection (one run each), or None: one run counts everything."""
+    pmu = platform.pmu
+    return event_groups(pmu.events, pmu.physical_counters, pmu.fixed_events) if mode == "physical" else None
+
+
+def merged_totals(platform: Platform, groups: list[EventGroup] | None, counters: list[dict]) -> dict[str, float]:
+    """One totals row of the platform's events from the counters of each PMU run."""
+    pmu = platform.pmu
+    per_run = [evaluate(pmu.sources, c, pmu.events) for c in counters]
+    return merge_groups(groups, per_run) if groups else per_run[0]
+
+
+def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sampling | None,
+                            min_intervals: int = 1) -> None:
+    """Fail before simulating when even a very slow run (CPI 50) could not hold the intervals."""
+    if sampling is None:
+        return
+    longest = instructions * MAX_PLAUSIBLE_CPI / (platform.clock_ghz * 1e9)
+    if sampling.intervals_within(longest) < min_intervals:
+        need = (sampling.delay_s + sampling.interval_s + (min_intervals - 1) * sampling.period_s) \
+            * platform.clock_ghz * 1e9 / MAX_PLAUSIBLE_CPI
+        raise SimulatorInputError(f"{instructions:,} instructions are too few for the sampling "
+                                  f"(s_d={sampling.delay_s:g} s, s_p={sampling.period_s:g} s, s_i={sampling.interval_s:g} "
+                                  f"s of simulated time): at least {math.ceil(need):,} are needed for "
+                                  f"{min_intervals} interval(s)")
+
+
+def _machine(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int) -> Machine:
+    m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
+                input_seed=program_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+    return m.warm_up(spec.warmup) if spec.warmup else m
+
+
+def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, replicate_seed: int,
+                 progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """One configuration: totals of every platform event (over several runs in ``physical`` mode), the
+    CPI stack and all counters of the first run, and the counter time series when sampling."""
+    check_sampling_feasible(platform, spec.instructions, spec.sampling)
+    groups = pmu_groups(platform, spec.pmu)
+    n_runs = len(groups) if groups else 1
+    run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(replicate_seed).spawn(n_runs)]
+    pmu = platform.pmu
+    per_run_counters, series, first = [], [], None
+    for i in range(n_runs):
+        m = _machine(platform, workload, spec, program_seed, run_seeds[i])
+        if spec.sampling is not None:
+            rows = sample(m, spec.sampling)
+            m.run()
+            for r in rows:
+                ev = evaluate(pmu.sources, r, pmu.events)
+                series.append({"pmu_run": i, "t_start": r["t_start"], "t_end": r["t_end"], **ev})
+        else:
+            m.run()
+        counters = m.counters()
+        per_run_counters.append(counters)
+        if first is None:
+            first = (m, counters)
+        if progress is not None:
+            progress(1)
+    machine, counters = first
+    totals = merged_totals(platform, groups, per_run_counters)
+    instructions = counters["instructions"]
+    return {"totals": totals, "counters": counters, "cpi": counters["cycles"] / max(1, instructions),
+            "cpi_stack": machine.cpi_stack(), "seconds": machine.seconds(), "pmu_runs": n_runs,
+            "sim_instructions_per_s": machine.instructions_per_second(),
+            "timeseries": _merged_series(series, groups)}
+
+
+def _merged_series(series: list[dict], groups: list[EventGroup] | None) -> pd.DataFrame | None:
+    if not series:
+        return None
+    df = pd.DataFrame(series)
+    if not groups:
+        return df.drop(columns=["pmu_run"])
+    # each event's series from the run that programmed it, aligned by interval
+    parts = []
+    for g in groups:
+        sub = df[df["pmu_run"] == g.index][["t_start", "t_end", *g.programmed]].reset_index(drop=True)
+        parts.append(sub if not parts else sub[list(g.programmed)])
+    n = min(len(p) for p in parts)
+    return pd.concat([p.iloc[:n] for p in parts], axis=1)
+
+
+def run_trace(platform: Platform, trace, seed: int, progress: Callable[[int], None] | None = None) -> tuple[dict, float]:
+    """Run an address trace through a fresh hierarchy of ``platform`` (``seed``: page placement);
+    returns (counters, simulation seconds)."""
+    h = MemoryHierarchy(platform, seed=seed)
+    h.run(trace.addrs, trace.sizes, trace.kinds, progress=progress)
+    return h.counters(), h.simulation_seconds

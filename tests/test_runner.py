@@ -1,0 +1,58 @@
+"""``whatif run``: the headline table (variants side by side, deltas against the baseline) and the report's
+path in the terminal, results.json with ``--json``; ``whatif --version``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from whatif import __version__
+from whatif.scenarios.runner import headline_table
+
+from test_cli import SMALL_SCENARIO, invoke
+
+
+def test_headline_table_puts_variants_side_by_side_with_deltas():
+    long = pd.DataFrame({"metric": ["L2 misses", "L2 misses", "CPI", "CPI", "zero", "zero"],
+                         "variant": ["base", "big", "base", "big", "base", "big"],
+                         "value": [200.0, 150.0, 1.0, 1.1, 0.0, 3.0]})
+    wide = headline_table(long)
+    assert list(wide.columns) == ["metric", "base", "big", "Δ% big"]
+    assert wide["metric"].tolist() == ["L2 misses", "CPI", "zero"]          # the study's order
+    assert wide["Δ% big"].iloc[:2].tolist() == [-25.0, 10.000000000000009]
+    assert np.isnan(wide["Δ% big"].iloc[2])                                  # no change against nothing
+
+
+def test_run_prints_the_variants_side_by_side_and_the_report_path(tmp_path):
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(SMALL_SCENARIO)
+    out = tmp_path / "out"
+    result = invoke("run", scenario, "--out", out)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if "metric" in line)
+    assert header.index("baseline") < header.index("big") < header.index("Δ% big")
+    l2 = next(line for line in lines if "L2 misses" in line).split("│")
+    doc = json.loads((out / "results.json").read_text())
+    base, big = (r["levels"]["L2"]["misses"] for r in doc["runs"])
+    assert [c.strip() for c in l2[2:5]] == [f"{base:,}", f"{big:,}", f"{100 * (big - base) / base:.4g}"]
+    assert lines[-1] == f"report: {out / 'report.html'}"
+    assert "Headline" in (out / "report.html").read_text()
+
+
+def test_run_json_prints_results_json(tmp_path):
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(SMALL_SCENARIO)
+    out = tmp_path / "out"
+    result = invoke("run", scenario, "--out", out, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads((out / "results.json").read_text())
+    assert f"report: {out / 'report.html'}" in result.stderr
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"whatif {__version__}"
