@@ -172,6 +172,17 @@ def test_leftovers_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
 
 
+def test_leftovers_of_wave_1_runs_are_removed(tmp_path):
+    (tmp_path / ".res.tmp-ab3_x9Qz").mkdir()                           # staging (mkdtemp)
+    (tmp_path / ".res.tmp-ab3_x9Qz" / "totals.parquet").write_bytes(b"PAR1")
+    (tmp_path / f".res.old-{_dead_pid()}").mkdir()                     # backup of a killed run
+    (tmp_path / ".res.k2j4h5g6.tmp").write_text("half a file")         # a single file's staging
+    (tmp_path / f".res.old-{os.getpid()}").mkdir()                     # a live process's: kept
+    (tmp_path / ".res.tmp-notes").mkdir()                              # not whatif's pattern: kept
+    write(tmp_path / "res")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["res", f".res.old-{os.getpid()}", ".res.tmp-notes"])
+
+
 def test_a_kill_between_the_two_renames_gets_the_earlier_results_back(tmp_path):
     out = write(tmp_path / "res", results={"run": 1})
     backup = tmp_path / f".res.whatif-old-{_dead_pid()}-1-0123abcd"

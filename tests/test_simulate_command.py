@@ -4,6 +4,7 @@ stacks that add up, and one clear line for each bad input of issue 3."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -101,6 +102,9 @@ def test_sampling_gives_a_time_series_with_cpi_points(tmp_path):
     assert (out / "report.html").exists() and (out / "manifest.json").exists()
     manifest = json.loads((out / "manifest.json").read_text())
     assert "sim_instructions_per_s" in json.dumps(manifest)
+    assert manifest["host_seconds"] > 0                    # the real wall time (was a hard-coded 0.0)
+    assert manifest["platforms"]["westmere"]["clock_ghz"] > 0
+    assert manifest["command_line"] == sys.argv             # in-process here: the test runner's own
 
 
 # ------------------------------------------------------------------------------------------ bad input
