@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.registry import study_kinds
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.platform import load_platform
 from whatif.simulator.schema import format_validation_error, load_toml, split_assignment
@@ -98,8 +99,6 @@ def load_scenario(path: str | Path, seed: int | None = None) -> tuple[Scenario, 
         raw = load_toml(path)
     except SimulatorInputError as exc:
         raise ScenarioError(str(exc)) from None
-    from whatif.scenarios.registry import study_kinds
-
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as exc:

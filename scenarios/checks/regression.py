@@ -16,6 +16,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from whatif.models.regression import ModelInputWarning, RegressionStudy
 from whatif.scenarios.checks.registry import CheckResult, register_check
 
 
@@ -86,8 +87,6 @@ def planted_counter_table(n: int, n_predictors: int, seed: int, n_interactions: 
 
 def planted_interaction_trials(n: int, n_predictors: int, replicates: int, seed: int) -> dict:
     """Fit pruned II-order models to ``replicates`` planted data sets; count kept terms and CI coverage."""
-    from whatif.models.regression import ModelInputWarning, RegressionStudy
-
     kept_all, covered, intervals, null_kept, null_total, f_rejects = 0, 0, 0, 0, 0, 0
     for r in range(replicates):
         df, model = planted_counter_table(n, n_predictors, seed=seed + r)

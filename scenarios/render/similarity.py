@@ -11,7 +11,7 @@ import pandas as pd
 from whatif.models.similarity import SimilarityResults
 from whatif.models.similarity.evaluation import SEED002_TABLE9
 from whatif.models.similarity.results import PLOT_LIMIT
-from whatif.scenarios.results.report import Report
+from whatif.scenarios.results.report import Report, figure_png
 
 
 def _safe(name: str) -> str:
@@ -34,7 +34,6 @@ def add_report_sections(report: Report, results: SimilarityResults,
     ``figure_sink(name, fig)`` saves a figure and returns its PNG bytes (e.g. through
     ``ResultsWriter.figure``); without it the figures are only embedded.
     """
-    from whatif.scenarios.results.report import figure_png
 
     def add_figure(name: str, fig, caption: str) -> None:
         png = figure_png(fig) if figure_sink is None else figure_sink(name, fig)

@@ -36,7 +36,7 @@ from whatif.models.similarity import SimilarityEngine, SimilarityResults, Simila
 from whatif.models.similarity.evaluation import SEED002_TABLE9
 from whatif.models.similarity import seed002
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.results.report import Report
+from whatif.scenarios.results.report import Report, figure_png
 from whatif.scenarios.measure import SimulateSpec, check_sampling, check_workloads, simulate_runs
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.similarity import add_report_sections, parquet_safe
@@ -305,7 +305,6 @@ def add_study_report(report: Report, results: SimilarityResults, run_times: pd.D
                      notes: list[str], runs: list[dict], spec, sim: SimilaritySpec, sim_tables: dict,
                      figures: dict) -> None:
     """The study's sections; every figure also goes into ``figures`` (name -> (PNG bytes, caption))."""
-    from whatif.scenarios.results.report import figure_png
 
     def sink(name: str, fig, caption: str = "") -> bytes:
         png = figure_png(fig)                      # rendered once (and closed), for the report and the file
