@@ -170,6 +170,16 @@ def test_pyproject_lists_every_package_and_only_whatif():
         assert (path.parent / "__init__.py").is_file(), f"{path.parent} has modules but no __init__.py"
 
 
+def test_no_source_file_of_the_package_is_ignored_by_git():
+    """An ignore rule meant for run outputs (``results/``) once hid ``scenarios/results/`` from git: the
+    package worked here and failed to install from a fresh clone."""
+    assert (ROOT / ".git").exists(), "the tests run from a git checkout"
+    paths = [str(p.relative_to(ROOT)) for p in module_files(ROOT).values()]
+    done = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", *paths], capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == []
+
+
 def test_installed_project_owns_only_the_whatif_import_name():
     """The top-level names the installed distribution declares, and an import from another directory."""
     from importlib import metadata

@@ -1,0 +1,55 @@
+"""The one way every command and study writes its results directory.
+
+``write_results_dir`` does the sequence once: manifest (with the real host seconds), report (the
+caller's sections, then provenance), and every table, figure and document through a
+:class:`~whatif.scenarios.results.writer.ResultsWriter`, the manifest last with the list of files
+written.  Layout::
+
+    results.json     the headline figures (each study documents its keys)
+    manifest.json    provenance and the file list (whatif recognises its own directories by it)
+    report.html      self-contained: text, tables, embedded figures, provenance
+    NAME.parquet     every table (NAME.csv too with ``csv=True``)
+    NAME.png         every figure
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from whatif.scenarios.results.manifest import build_manifest
+from whatif.scenarios.results.report import Report
+from whatif.scenarios.results.writer import MANIFEST, ResultsWriter
+
+Figure = bytes | tuple[bytes, str]          # PNG bytes, or (PNG bytes, caption)
+
+
+def write_results_dir(out: str | Path, *, title: str, study: str, results: Any, started: float,
+                      tables: dict[str, pd.DataFrame] | None = None, figures: dict[str, Figure] | None = None,
+                      report: Callable[[Report], None] | None = None, description: str = "",
+                      seed: int | None = None, scenario: Any = None, parameters: Any = None,
+                      platforms: dict[str, Any] | None = None, rates: dict[str, float] | None = None,
+                      extra: dict[str, Any] | None = None, csv: bool = False) -> Path:
+    """Write the results directory at ``out`` atomically; ``started`` is the ``time.perf_counter()`` of
+    the command's start, so that ``host_seconds`` is the run's real wall time.  Returns ``out``."""
+    manifest = build_manifest(study=study, seed=seed, parameters=parameters,
+                              host_seconds=time.perf_counter() - started, scenario=scenario,
+                              platforms=platforms, rates=rates, extra=extra)
+    rep = Report(title)
+    if description:
+        rep.paragraph(description)
+    if report is not None:
+        report(rep)
+    rep.provenance(manifest)
+    with ResultsWriter(out, csv=csv) as w:
+        for name, df in (tables or {}).items():
+            w.table(name, df)
+        for name, fig in (figures or {}).items():
+            w.figure(name, fig[0] if isinstance(fig, tuple) else fig)
+        w.json("results.json", results)
+        w.text("report.html", rep.html())
+        w.json(MANIFEST, {**manifest, "files": [*w.files, MANIFEST]})
+    return Path(out)
