@@ -13,6 +13,11 @@ program's data-dependent choices.  ``input_seed`` (default ``run_seed``) takes t
 choices (branch outcomes, random addresses, indirect-call targets: what the program's input decides)
 out of ``run_seed``: runs with one ``input_seed`` are runs of one binary on one input, and differ
 only in page placement and the timer, as replicate measurements of a benchmark do.
+
+Profiling: with ``profile_every=N`` an :class:`~simulator.core.profiler.InstructionProfiler` samples the
+core every N cycles of the measured run (after any warm-up) and counts events and edges per static
+instruction of the program; :meth:`Machine.profile` returns it once the run is over.  Without it the
+core records nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from whatif.simulator.core import Core
+from whatif.simulator.core import timing as TM
+from whatif.simulator.core.profiler import InstructionProfiler
 from whatif.simulator.isa import InstrBlock, isa_for
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.osnoise import TickHandler, TimerNoise
@@ -35,7 +42,7 @@ BLOCK = 1 << 16
 class Machine:
     def __init__(self, platform: Platform, workload: Any, instructions: int, seed: int = 0,
                  run_seed: int | None = None, noise: TimerNoise | None = TimerNoise(), predictor: str | None = None,
-                 block_size: int = BLOCK, input_seed: int | None = None):
+                 block_size: int = BLOCK, input_seed: int | None = None, profile_every: int | None = None):
         from whatif.simulator.synth import Synthesizer
 
         run_seed = seed if run_seed is None else run_seed
@@ -68,6 +75,11 @@ class Machine:
         self._base: dict[str, int] | None = None      # counters at the end of the warm-up
         self._base_stack: dict[str, int] = {}
         self.host_seconds = 0.0
+        self.profiler: InstructionProfiler | None = None
+        self._records: np.ndarray | None = None
+        if profile_every is not None:
+            self.profiler = self._new_profiler(profile_every)
+            self._records = np.zeros((len(self.block), TM.NREC), dtype=np.int64)
 
     # ------------------------------------------------------------------ running
     @property
@@ -79,12 +91,27 @@ class Machine:
         """Cycles since the start of the measured run (after any warm-up)."""
         return self.core.cycles - self.origin
 
+    def _new_profiler(self, period: int) -> InstructionProfiler:
+        profiler = InstructionProfiler(self.synth.program, period, self.platform.core.mispredict_penalty)
+        profiler.start(self.core.cycles)
+        return profiler
+
     def _refill(self) -> None:
         left = self.instructions_target - self.program_retired
         if left < len(self.block):
             self.block = InstrBlock.empty(left)
+            if self._records is not None:
+                self._records = self._records[:left]
         self.synth.fill(self.block)
         self.pos = 0
+
+    def _run_core(self, block: InstrBlock, records: np.ndarray | None, until_cycle: int, start: int,
+                  stop: int | None = None) -> int:
+        """``core.run`` of ``block[start:stop]``, its records folded into the profiler when profiling."""
+        n = self.core.run(block, until_cycle=until_cycle, start=start, stop=stop, records=records)
+        if records is not None:
+            self.profiler.consume(records[start:start + n], block.pc[start:start + n], n)
+        return n
 
     def _tick_step(self, until_cycle: int) -> None:
         """Run the timer interrupt's handler — the one due, started here, or one in progress — until it
@@ -94,7 +121,10 @@ class Machine:
             self.os_block = self.handler.block()
             self.os_pos = 0
             self.next_tick += self.tick_period
-        self.os_pos += self.core.run(self.os_block, until_cycle=until_cycle, start=self.os_pos)
+            if self.profiler is not None:
+                self._os_records = np.zeros((len(self.os_block), TM.NREC), dtype=np.int64)
+        self.os_pos += self._run_core(self.os_block, self._os_records if self.profiler is not None else None,
+                                      until_cycle, self.os_pos)
         if self.os_pos >= len(self.os_block):
             self.os_instructions += len(self.os_block)
             self.os_ticks += 1
@@ -120,7 +150,7 @@ class Machine:
                     stop = self.next_tick
                 end = len(self.block) if program_limit is None else \
                     min(len(self.block), self.pos + program_limit - self.program_retired)
-                n = self.core.run(self.block, until_cycle=stop, start=self.pos, stop=end)
+                n = self._run_core(self.block, self._records, stop, self.pos, end)
                 self.pos += n
                 self.program_retired += n
             return self.core.cycles >= target
@@ -137,6 +167,8 @@ class Machine:
         self._base = self.counters()
         self._base_stack = self.core.cycle_stack()
         self.origin = self.core.cycles
+        if self.profiler is not None:                 # the profile covers the measured run only
+            self.profiler = self._new_profiler(self.profiler.period)
         return self
 
     def run(self) -> "Machine":
@@ -145,6 +177,13 @@ class Machine:
         return self
 
     # ------------------------------------------------------------------ results
+    def profile(self) -> InstructionProfiler:
+        """The instruction profile of the measured run (``profile_every`` given); pending samples are
+        resolved, so call it when the run is over."""
+        if self.profiler is None:
+            raise ValueError("this Machine was built without profile_every: it has no instruction profile")
+        return self.profiler if self.profiler.finished else self.profiler.finish()
+
     def counters(self) -> dict[str, int]:
         """Counters of the measured run (cumulative since the warm-up, if any): the core's generic
         counters and the memory hierarchy's, flattened (``L2.misses``, ``DTLB.walks``, ``memory.reads``)."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from whatif.simulator.core import counters as V
 from whatif.simulator.core import memport
+from whatif.simulator.core import timing as TM
 from whatif.simulator.core.model import build_config, default_btb_miss_penalty
 from whatif.simulator.core.timing import HORIZON, RAT_PENALTY, UNIT_NAMES
 from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL,
@@ -140,6 +141,7 @@ class Rec:
     c: int
     r: int
     w: int = -1
+    record: tuple = ()      # the profiling record (simulator.core.timing R_* order)
 
 
 @dataclass
@@ -363,7 +365,8 @@ class RefCore:
                 icause = V.CS_AGI
             else:
                 icause = V.CS_EXECUTION
-            if prev is None or e > prev.e:
+            leader = prev is None or e > prev.e
+            if leader:
                 self.group = [i]
                 ct["issue_groups"] += 1
             else:
@@ -375,11 +378,13 @@ class RefCore:
             if core.agi_penalty > 0 and is_mem and ar >= 0 and t_ops - self.ready.get(ar, 0) < core.agi_distance:
                 t_agi, agi = t_ops + core.agi_penalty, True
             e = self._ooo_issue(t_agi, unit, occ, d + HORIZON)
+            leader = True
             icause = V.CS_DEPENDENCY if e == t_ops else (V.CS_AGI if agi and e == t_agi else V.CS_EXECUTION)
         ct["agi_events"] += agi
 
         # execute
         p_dtlb, xcause, fill = 0, V.CS_EXECUTION, 0
+        data_miss = data_wait = False
         if is_mem:
             lvl, p_dtlb = self._data(maddr, msize, 1 if op == OP_LOAD else 2, pc, e)   # at issue
             tready = e + p_dtlb
@@ -401,8 +406,10 @@ class RefCore:
                 ct["mshr_wait_cycles"] += start - tready
                 done = start + self.lat[lvl]
                 self.mshrs[k] = [done, line, lvl]
+            data_miss = lvl != self.L1D
             if op == OP_LOAD:
                 c = done
+                data_wait = done > tready + self.lat[self.L1D]
                 ct["loads"] += 1
             else:
                 c = tready + 1
@@ -442,7 +449,12 @@ class RefCore:
                 self.catch_all += r - p
                 self.cs[V.CS_BASE] += r - p
             self.cs[V.CS_BASE] += 1
-        rec = Rec(f, d, e, c, r)
+        flags_rec = ((TM.RF_L1I_MISS if p_icache else 0) | (TM.RF_ITLB_MISS if p_itlb else 0)
+                     | (TM.RF_DTLB_MISS if p_dtlb else 0) | (TM.RF_L1D_MISS if data_miss else 0)
+                     | (TM.RF_DATA_WAIT if data_wait else 0) | (TM.RF_MISPREDICT if mispredicted else 0)
+                     | (TM.RF_AGI if agi else 0) | (TM.RF_LEADER if leader else 0))
+        rec = Rec(f, d, e, c, r, record=(s, s + p_itlb, f, e, t_ops if agi else e, t_agi if agi else e,
+                                         e + p_dtlb, c, r, flags_rec))
         if op == OP_LOAD:
             self.loads.append(r)
         if op == OP_STORE:

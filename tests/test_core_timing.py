@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from coreref import RefCore
 from whatif.simulator.core import Core
 from whatif.simulator.core import counters as V
+from whatif.simulator.core import timing as TM
 from whatif.simulator.core.microbench import random_program
 from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_BRANCH, OP_CALL, OP_JUMP,
                            OP_LOAD, OP_RET, OP_STORE, InstrBlock)
@@ -44,7 +45,8 @@ def platform(key: str):
 
 def run_both(p, block: InstrBlock, predictor: str | None = None):
     core = Core(p, MemoryHierarchy(p, seed=3), predictor=predictor)
-    core.run(block)
+    core.records = np.full((len(block), TM.NREC), -7, dtype=np.int64)      # the profiling records too
+    core.run(block, records=core.records)
     ref = RefCore(p, MemoryHierarchy(p, seed=3), predictor=predictor).run(block)
     return core, ref
 
@@ -52,6 +54,7 @@ def run_both(p, block: InstrBlock, predictor: str | None = None):
 def assert_same(core: Core, ref: RefCore) -> None:
     got = core.counters(memory=False)
     assert got == ref.ct
+    assert core.records.tolist() == [list(rec.record) for rec in ref.recs]
     assert core.CS.tolist() == ref.cs
     assert ref.catch_all == 0
     assert sum(core.cycle_stack().values()) == got["cycles"]
@@ -203,3 +206,24 @@ def test_empty_block_and_dtype_errors():
     bad.pc = bad.pc.astype(np.int64)
     with pytest.raises(ValueError, match="InstrBlock.pc"):
         core.run(bad)
+
+
+def test_records_are_written_only_when_asked_and_change_nothing():
+    p = platform("z10")
+    block = random_program(3000, 5, p.isa, code_kb=8, data_kb=256)
+    plain = Core(p, MemoryHierarchy(p, seed=1))
+    plain.run(block)
+    recorded = Core(p, MemoryHierarchy(p, seed=1))
+    records = np.zeros((len(block), TM.NREC), dtype=np.int64)
+    recorded.run(block, records=records)
+    assert recorded.counters() == plain.counters() and recorded.cycle_stack() == plain.cycle_stack()
+    r = records
+    assert (r[:, TM.R_S] <= r[:, TM.R_ITLB]).all() and (r[:, TM.R_ITLB] <= r[:, TM.R_F]).all()
+    assert (np.diff(r[:, TM.R_S]) >= 0).all()                   # fetch starts never go back: the profiler
+    assert (r[:, TM.R_E] <= r[:, TM.R_DTLB]).all() and (r[:, TM.R_C] <= r[:, TM.R_R]).all()
+    assert int(r[:, TM.R_R].max()) + 1 == recorded.cycles
+    flags = r[:, TM.R_FLAGS]
+    assert ((flags & TM.RF_L1I_MISS) != 0).any()
+    assert 0 < ((flags & TM.RF_LEADER) == 0).sum() < len(block) / 2      # the z10 pairs some instructions
+    with pytest.raises(ValueError, match="records"):
+        Core(p).run(block, records=np.zeros((5, TM.NREC), dtype=np.int64))

@@ -37,6 +37,7 @@ UNIT_PREFERENCE = {
     "call": ("branch", "ialu"), "ret": ("branch", "ialu"),
 }
 
+NO_RECORDS = np.zeros((0, TM.NREC), dtype=np.int64)     # records off: the kernel writes nothing
 CoreState = namedtuple("CoreState", ["S", "rob_ring", "lq_ring", "sq_ring", "fq_ring", "reg_ready", "reg_partial",
                                      "reg_wseq", "ring_tag", "ring_cnt", "ufree", "mshr", "opcount"])
 
@@ -135,11 +136,15 @@ class Core:
         self._cause_index["data_memory"] = V.CS_DATA0 + len(names)
 
     # ------------------------------------------------------------------ running
-    def run(self, block: InstrBlock, until_cycle: int | None = None, start: int = 0, stop: int | None = None) -> int:
+    def run(self, block: InstrBlock, until_cycle: int | None = None, start: int = 0, stop: int | None = None,
+            records: np.ndarray | None = None) -> int:
         """Simulate ``block[start:stop]`` in program order; returns how many instructions were consumed.
 
         With ``until_cycle``, stops after the first instruction that retires at or after that cycle
-        (so ``counters()["cycles"] > until_cycle`` then); resume with ``run(block, start=start + n)``."""
+        (so ``counters()["cycles"] > until_cycle`` then); resume with ``run(block, start=start + n)``.
+        ``records`` (int64, ``len(block)`` rows of :data:`~simulator.core.timing.NREC`) receives each
+        simulated instruction's schedule and event intervals in the row of its block position, for the
+        instruction profiler (:mod:`simulator.core.profiler`); without it nothing is recorded."""
         n = len(block)
         if start < 0 or start > n:
             raise ValueError(f"start {start} outside the block of {n} instructions")
@@ -152,9 +157,13 @@ class Core:
                 raise ValueError(f"InstrBlock.{name}: expected contiguous {np.dtype(dtype)}[{n}], "
                                  f"got {a.dtype}[{len(a)}]")
         until = -1 if until_cycle is None else int(until_cycle)
+        if records is None:
+            records = NO_RECORDS
+        elif records.dtype != np.int64 or records.shape != (n, TM.NREC) or not records.flags.c_contiguous:
+            raise ValueError(f"records: expected contiguous int64[{n}, {TM.NREC}], got {records.dtype}{records.shape}")
         t0 = time.perf_counter()
         done = TM.simulate(self.cfg, self.lat, *self.state, *self.predictor_state, self.CT, self.CS,
-                           tuple(self.memory.state), *block.arrays(), start, end, until)
+                           tuple(self.memory.state), *block.arrays(), start, end, until, records)
         dt = time.perf_counter() - t0
         self.simulation_seconds += dt
         return int(done)

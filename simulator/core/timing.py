@@ -83,6 +83,10 @@ CPI stack (retirement side): a cycle in which an instruction retires is *base*;
   cause of its late arrival instead (its issue cause if it waited to issue, else
   its dispatch cause): the refill after a mispredict, the load behind an AGI.  A front-end cause is carried through dispatch: the dispatch
   cause is the front end's when no back-end structure held the instruction.
+Records (instruction profiling, :mod:`simulator.core.profiler`): when ``rec`` has rows, row ``i``
+  receives instruction i's schedule and event intervals (``R_*`` below): fetch start ``s``, the end
+  of its ITLB wait, ``f``, ``e``, its AGI wait ``[R_AGI0, R_AGI1)``, the end of its DTLB wait, ``c``,
+  ``r`` and ``R_FLAGS`` (``RF_*``).  With an empty ``rec`` nothing is written.
 """
 
 from __future__ import annotations
@@ -119,6 +123,18 @@ K_UNIT_CNT = 50                # 6 entries
 K_UNIT_LAT = 56
 K_UNIT_PIPE = 62
 NCFG = 68
+
+# ---- per-instruction records (profiling) ---------------------------------------------------------
+(R_S, R_ITLB, R_F, R_E, R_AGI0, R_AGI1, R_DTLB, R_C, R_R, R_FLAGS) = range(10)
+NREC = 10
+RF_L1I_MISS = 1        # this instruction's fetch access missed the L1I (fetch waited [R_ITLB, R_F))
+RF_ITLB_MISS = 2       # ... missed the first-level ITLB (waited [R_S, R_ITLB))
+RF_DTLB_MISS = 4       # its data access missed the first-level DTLB (waited [R_E, R_DTLB))
+RF_L1D_MISS = 8        # its data access missed the L1D (supplied from beyond it)
+RF_DATA_WAIT = 16      # a load whose data came later than an L1D hit would: waited [R_DTLB, R_C)
+RF_MISPREDICT = 32     # a mispredicted control transfer: fetch redirected at R_C
+RF_AGI = 64            # issue delayed by the address-generation interlock: [R_AGI0, R_AGI1)
+RF_LEADER = 128        # first instruction of its issue group (every instruction out of order)
 
 # ---- scalar state (S) ----------------------------------------------------------------------------
 (S_SEQ, S_LAST_F, S_F_COUNT, S_FETCH_BREAK, S_REDIRECT, S_REDIRECT_CAUSE, S_LAST_LINE, S_NEED_ACCESS,
@@ -241,9 +257,10 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq,
              ring_tag, ring_cnt, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
-             start, stop, until_cycle):
+             start, stop, until_cycle, rec):
     """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
-    stop - start when the last retirement reached ``until_cycle`` >= 0)."""
+    stop - start when the last retirement reached ``until_cycle`` >= 0).  ``rec``: an int64 array of
+    ``NREC`` columns with a row per block instruction to receive the records, or no rows."""
     mv = memport.views(mem)
     # raw views: no reference counting when the helpers below receive them
     cfg, lat, S, rob_ring, lq_ring, sq_ring = raw.i64(cfg), raw.i64(lat), raw.i64(S), raw.i64(rob_ring), \
@@ -294,6 +311,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     lat_l1i = lat[L1I]
     lat_l1d = lat[L1D]
     group_cap = GROUP if GROUP < IW else IW
+    recording = rec.shape[0] > 0
 
     seq = S[S_SEQ]
     last_f = S[S_LAST_F]
@@ -526,7 +544,8 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 icause = V.CS_AGI
             else:
                 icause = V.CS_EXECUTION
-            if e > last_e:
+            leader = e > last_e
+            if leader:
                 g_count = 1
                 g_start = seq
                 CT[V.CT_GROUPS] += 1
@@ -544,6 +563,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 agi = True
             t_agi = t
             e = _ooo_issue(ring_tag, ring_cnt, t, 1 + cls, occ, IW, ucnt, d + HORIZON)
+            leader = True
             if e == t_ops:
                 icause = V.CS_DEPENDENCY
             elif agi and e == t_agi:
@@ -561,6 +581,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         p_dtlb = 0
         xcause = V.CS_EXECUTION
         fill = 0
+        dflags = 0
         if is_load or is_store:
             maddr = maddr_a[i]
             msz = np.int64(msize_a[i])
@@ -595,8 +616,12 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 mshr[k_best, 2] = lvl
                 if done > mshr_max:
                     mshr_max = done
+            if lvl != L1D:
+                dflags = RF_L1D_MISS
             if is_load:
                 c = done
+                if done > tready + lat_l1d:
+                    dflags |= RF_DATA_WAIT
             else:
                 c = tready + 1
                 if (lvl == L1D and done > tready + lat_l1d) or (lvl != L1D and dwalloc):
@@ -654,6 +679,31 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             sq_ptr += 1
             if sq_ptr == SQ:
                 sq_ptr = 0
+
+        if recording:
+            rf = dflags
+            if p_icache > 0:
+                rf |= RF_L1I_MISS
+            if p_itlb > 0:
+                rf |= RF_ITLB_MISS
+            if p_dtlb > 0:
+                rf |= RF_DTLB_MISS
+            if mispredicted:
+                rf |= RF_MISPREDICT
+            if agi:
+                rf |= RF_AGI
+            if leader:
+                rf |= RF_LEADER
+            rec[i, R_S] = s
+            rec[i, R_ITLB] = s + p_itlb
+            rec[i, R_F] = f
+            rec[i, R_E] = e
+            rec[i, R_AGI0] = t_agi - AGI_PEN if agi else e
+            rec[i, R_AGI1] = t_agi if agi else e
+            rec[i, R_DTLB] = e + p_dtlb
+            rec[i, R_C] = c
+            rec[i, R_R] = r
+            rec[i, R_FLAGS] = rf
 
         # ------------------------------------------------------------------ bookkeeping
         if mispredicted:
