@@ -205,6 +205,38 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
         typer.echo(f"results written to {out}", err=as_json)
 
 
+# --------------------------------------------------------------------------- profile
+@app.command("profile")
+@command
+def profile_cmd(platform: str = typer.Option(..., "--platform", "-p", help="platform name or TOML path"),
+                workload: str = typer.Option(..., "--workload", "-w", help="e.g. websphere/was (whatif list workloads)"),
+                instructions: int = typer.Option(2_000_000, "--instructions", "-n",
+                                                 help="program instructions profiled (after the warm-up)"),
+                warmup: int = typer.Option(0, "--warmup", help="program instructions run first, unprofiled "
+                                                               "(the JIT's burn-in: caches, TLBs, predictors warm)"),
+                sample_every: int = typer.Option(64, "--sample-every", help="cycles between samples"),
+                set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE (repeatable)"),
+                seed: int = typer.Option(0, "--seed", help="the program (binary and input)"),
+                out: Path = typer.Option(..., "--out", "-o", help="results directory: profile.sqlite, report.html"),
+                as_json: bool = typer.Option(False, "--json", help="print results.json")) -> None:
+    """Profile a workload instruction by instruction (CPMF-style sampled and event-based counters) into the
+    SQLite profile database that `whatif mine` reads (seed 001)."""
+    from whatif.scenarios.commands.profile import profile_command
+    from whatif.scenarios.render.profile import print_summary
+
+    if instructions < 1 or warmup < 0:
+        fail(f"--instructions must be >= 1 and --warmup >= 0, got {instructions} and {warmup}")
+    if sample_every < 1:
+        fail(f"--sample-every must be a number of cycles >= 1, got {sample_every}")
+    doc, methods = profile_command(platform, workload, instructions, warmup, sample_every, set_ or [], seed, out,
+                                   progress=not as_json)
+    if as_json:
+        echo_json(doc)
+    else:
+        print_summary(doc, methods)
+    typer.echo(f"profile written to {out / 'profile.sqlite'}", err=as_json)
+
+
 # --------------------------------------------------------------------------- run
 @app.command("run")
 @command

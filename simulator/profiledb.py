@@ -30,12 +30,16 @@ being part of the simulator, does not import.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from whatif.simulator.core.profiler import EVENT_COUNTERS, SAMPLED_EVENTS, InstructionProfiler
+from whatif.simulator.errors import SimulatorInputError, constraint_error
+from whatif.simulator.machine import Machine
+from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.isa import (OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET,
                                   OP_STORE)
 
@@ -212,3 +216,66 @@ def profile_shape(tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
     return {"methods": int(len(tables["Symbol"])), "instructions": int(len(tables["Disassm"])),
             "blocks": int((node.block >= FIRST_BLOCK).sum()), "edges": int(inner.sum()),
             "sampled_instructions": int((tables["IA"].event == "TICKS").sum())}
+
+
+# ---------------------------------------------------------------------------------------- collection
+DEFAULT_SAMPLE_EVERY = 64          # cycles between samples (CPMF's interval is set per run; see the README)
+MAX_PLAUSIBLE_CPI = 50.0           # for the up-front check that a run can hold one sample at all
+
+
+@dataclass
+class ProfileRun:
+    """A profiled run: the machine after the run, the profile tables and the run's figures."""
+    machine: Any
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
+
+
+def request_count(program, profiler: InstructionProfiler) -> int:
+    """Requests served: calls made by the request drivers (one top-level call per request)."""
+    drivers = np.array([code.n_functions for code in program.codes])
+    in_driver = program.func == drivers[program.phase]
+    return int(profiler.executions[in_driver & (program.op == OP_CALL)].sum())
+
+
+def collect_profile(platform, workload, instructions: int, *, warmup: int = 0,
+                    sample_every: int = DEFAULT_SAMPLE_EVERY, program_seed: int = 0, replicate_seed: int = 0,
+                    os_noise: bool = True, workload_name: str = "") -> ProfileRun:
+    """Run ``workload`` on ``platform`` (``warmup`` instructions first, uncounted: the JIT's burn-in) and
+    profile the ``instructions`` after it, sampling every ``sample_every`` cycles."""
+    if not isinstance(sample_every, (int, np.integer)) or isinstance(sample_every, bool) or sample_every < 1:
+        raise constraint_error("sample_every", "collect_profile", "an integer >= 1 (cycles)", sample_every)
+    longest = instructions * MAX_PLAUSIBLE_CPI
+    if sample_every > longest:
+        raise SimulatorInputError(f"sample_every: {sample_every:,} cycles is longer than a run of "
+                                  f"{instructions:,} instructions can last (at most ~{longest:,.0f} cycles)")
+    m = Machine(platform, workload, warmup + instructions, seed=program_seed, run_seed=replicate_seed,
+                input_seed=program_seed, noise=TimerNoise() if os_noise else None, profile_every=int(sample_every))
+    if warmup:
+        m.warm_up(warmup)
+    m.run()
+    prof = m.profile()
+    if prof.samples == 0:
+        raise SimulatorInputError(f"sample_every: the run lasted {m.cycles:,} cycles, fewer than one sampling "
+                                  f"period of {sample_every:,}")
+    program = m.synth.program
+    tables = profile_tables(program, prof, workload_name)
+    counters = m.counters()
+    stack = m.cpi_stack()
+    cpi = counters["cycles"] / max(1, counters["instructions"])
+    requests = request_count(program, prof)
+    l1i, itlb = platform.top_cache("instruction"), platform.tlb_chain("instruction")[0]
+    summary = {
+        "platform": platform.name, "workload": workload_name, "instructions": counters["instructions"],
+        "warmup": warmup, "cycles": counters["cycles"], "cpi": cpi, "sample_every": int(sample_every),
+        "samples": prof.samples, "samples_outside_program": prof.samples_outside,
+        "sampled_events": {name: int(prof.events[:, j].sum()) for j, name in enumerate(SAMPLED_EVENTS)},
+        "event_counts": {name: int(prof.occurrences[:, j].sum()) for j, name in enumerate(EVENT_COUNTERS)},
+        "l1i_misses": counters[f"{l1i}.misses"], "itlb_misses": counters[f"{itlb}.misses"],
+        "icache_cycle_share": stack.get("icache", 0.0) / cpi if cpi else 0.0,
+        "itlb_cycle_share": stack.get("itlb", 0.0) / cpi if cpi else 0.0,
+        "cpi_stack": stack, "requests": requests,
+        "cycles_per_request": counters["cycles"] / requests if requests else None,
+        "shape": profile_shape(tables), "sim_instructions_per_s": m.instructions_per_second(),
+    }
+    return ProfileRun(machine=m, tables=tables, summary=summary)

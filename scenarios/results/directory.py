@@ -10,6 +10,7 @@ written.  Layout::
     report.html      self-contained: text, tables, embedded figures, provenance
     NAME.parquet     every table (NAME.csv too with ``csv=True``)
     NAME.png         every figure
+    NAME             every other file of the run as given (``files``: e.g. ``profile.sqlite``)
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def write_results_dir(out: str | Path, *, title: str, study: str, results: Any, 
                       report: Callable[[Report], None] | None = None, description: str = "",
                       seed: int | None = None, scenario: Any = None, parameters: Any = None,
                       platforms: dict[str, Any] | None = None, rates: dict[str, float] | None = None,
-                      extra: dict[str, Any] | None = None, csv: bool = False) -> Path:
+                      extra: dict[str, Any] | None = None, csv: bool = False,
+                      files: dict[str, bytes] | None = None) -> Path:
     """Write the results directory at ``out`` atomically; ``started`` is the ``time.perf_counter()`` of
     the command's start, so that ``host_seconds`` is the run's real wall time.  Returns ``out``."""
     manifest = build_manifest(study=study, seed=seed, parameters=parameters,
@@ -49,6 +51,8 @@ def write_results_dir(out: str | Path, *, title: str, study: str, results: Any, 
             w.table(name, df)
         for name, fig in (figures or {}).items():
             w.figure(name, fig[0] if isinstance(fig, tuple) else fig)
+        for name, data in (files or {}).items():
+            w.bytes(name, data)
         w.json("results.json", results)
         w.text("report.html", rep.html())
         w.json(MANIFEST, {**manifest, "files": [*w.files, MANIFEST]})
