@@ -59,7 +59,8 @@ def run_scenario_file(path: str | Path, out: str | Path | None = None, seed: int
                       seed=scenario.seed, scenario=scenario.model_dump(),
                       parameters={"runs": [{**r.identity(), "overrides": dict(r.overrides), "seed": r.seed,
                                             "program_seed": r.program_seed} for r in runs], **output.parameters},
-                      rates=output.rates, platforms=platforms, extra={"scenario_file": source, "cluster": cluster})
+                      rates=output.rates, platforms=platforms, files=output.files,
+                      extra={"scenario_file": source, "cluster": cluster})
     return StudyRun(out_dir=out_dir, output=output, runs=runs, study=study)
 
 
