@@ -1,4 +1,9 @@
-"""Synthetic WebSphere-like profiles and EFGs, for tests, validation and benchmarks.
+"""Synthetic WebSphere-like profiles and EFGs: a fixture of the engine's tests, of the planted-sequence
+check (``whatif validate --only flowgsp-planted``) and of the mining benchmark -- nothing else.
+
+Every attribute here is *drawn*; this models no hardware, and nothing a user takes for a measurement
+comes from it.  Profiles of a simulated processor come from ``whatif profile`` and the ``flowgsp`` study
+(the z10's core model sampled instruction by instruction, :mod:`whatif.simulator.profiledb`).
 
 Shape after seed 001 §2.5, §4.2-4.3 and §5.2.1: a flat profile of thousands of JIT-compiled methods
 of 50-725 instructions (most of 50-250), ~3.4 instructions per basic block, ~1.45 CFG successors per

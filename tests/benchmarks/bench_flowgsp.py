@@ -41,7 +41,8 @@ def _peak_rss_mb() -> float:
 
 
 def _warm_up() -> float:
-    from whatif.models.flowgsp import FlowGSP, synthetic_efg
+    from whatif.models.flowgsp import FlowGSP
+    from whatif.models.flowgsp.synthetic import synthetic_efg
 
     t = time.perf_counter()
     FlowGSP(gap=1, window=1, n_generations=2, workers=1).fit(synthetic_efg(n_methods=2, seed=0))
@@ -71,7 +72,8 @@ def case_websphere(gap: int, window: int, event_scale: float = 1.0) -> dict:
 
 
 def case_reference_ratio() -> dict:
-    from whatif.models.flowgsp import FlowGSP, synthetic_efg
+    from whatif.models.flowgsp import FlowGSP
+    from whatif.models.flowgsp.synthetic import synthetic_efg
     from whatif.models.flowgsp.reference import reference_mine
 
     warm = _warm_up()
