@@ -73,6 +73,7 @@ class Code(_Strict):
     """Code footprint and call structure (drives the I-cache, ITLB, BTB and return stack)."""
     functions: PositiveInt = 200                  # functions per phase
     function_instructions: PositiveFloat = 60.0   # mean static size of a function, instructions
+    size_sigma: Annotated[float, Field(ge=0.0, le=2.0)] = 0.5   # log-normal spread of function sizes
     hot_skew: NonNegativeFloat = 1.0              # Zipf exponent of callee popularity (0: uniform)
     call_depth: NonNegativeInt = 3                # levels of callees below the top-level functions
     calls_per_function: NonNegativeFloat = 2.0    # mean call sites in a non-leaf function
@@ -218,6 +219,45 @@ class PhaseParams(_Strict):
     store_weights: dict[str, float]
 
 
+class Jit(_Strict):
+    """Code compiled by a Java JIT (IBM Testarossa's layout, seed 001 §2.5, §4.3.1), laid over the
+    synthesized functions ("methods"; the request drivers excepted):
+
+    * ``interpreter_entry_instructions`` -- each method starts with the entry the interpreter calls: a
+      stub that loads the arguments from the Java stack into registers and falls through into the
+      JIT entry point.  Calls between compiled methods enter at the JIT entry, so in steady state the
+      stub occupies code bytes before it but is not executed.
+    * ``prologue_instructions`` -- at the JIT entry, the stack-frame set-up run on every call: a store
+      multiple of the callee-saved registers into the frame (stream ``stack_stream``), the stack pointer
+      lowered, a stack-overflow compare and a branch to the overflow handler that is never taken;
+      further prologue instructions store arguments into the frame.  At least 4 when not 0.
+    * ``inlined`` -- shares of the static code compiled from methods inlined at levels 1, 2, 3 (a
+      level-2 region lies in a level-1 region): an annotation of the compiler's listing, it changes
+      nothing the hardware does.
+    * ``method_spacing_bytes`` -- the code cache places methods apart (recompiled-away bodies,
+      trampolines, metadata between them): a gap drawn uniformly from [0, 2 x this] after each method.
+    """
+    interpreter_entry_instructions: NonNegativeInt = 0
+    prologue_instructions: NonNegativeInt = 0
+    stack_stream: str | None = None
+    inlined: list[Prob] = [0.0, 0.0, 0.0]
+    method_spacing_bytes: NonNegativeInt = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> "Jit":
+        if self.prologue_instructions and self.prologue_instructions < 4:
+            raise ValueError(f"prologue_instructions must be 0 or at least 4 (store multiple, stack pointer, "
+                             f"compare, branch), got {self.prologue_instructions}")
+        if self.prologue_instructions and self.stack_stream is None:
+            raise ValueError("stack_stream: the prologue stores into a stream; name one of the workload's streams")
+        if len(self.inlined) != 3:
+            raise ValueError(f"inlined must give the shares of levels 1, 2 and 3, got {self.inlined}")
+        if not self.inlined[0] >= self.inlined[1] >= self.inlined[2]:
+            raise ValueError(f"inlined: deeper levels lie inside shallower ones, so the shares must not increase "
+                             f"(got {self.inlined})")
+        return self
+
+
 class Workload(_Strict):
     description: str
     instructions: PositiveInt = 100_000_000   # nominal run length that phase fractions refer to
@@ -229,9 +269,13 @@ class Workload(_Strict):
     dependences: Dependences = Dependences()
     streams: dict[str, Stream] = {}
     phases: list[Phase] = []
+    jit: Jit | None = None
 
     @model_validator(mode="after")
     def _check(self) -> "Workload":
+        if self.jit is not None and self.jit.stack_stream is not None and self.jit.stack_stream not in self.streams:
+            raise ValueError(f"jit.stack_stream: unknown stream {self.jit.stack_stream!r}; known: "
+                             f"{', '.join(self.streams) or '(none)'}")
         chase = [n for n, st in self.streams.items() if st.kind == "chase"]
         if len(chase) > MAX_CHASE_STREAMS:
             raise ValueError(f"streams: at most {MAX_CHASE_STREAMS} chase streams are supported (each keeps a "

@@ -10,7 +10,8 @@ from whatif.simulator.synth import Synthesizer, stats
 from whatif.simulator.synth.structure import taken_range
 from whatif.simulator.workload import workload_names
 
-ISA = {"specjvm98": "powerpc32", "cint2006": "x86_64", "yahoo_y": "x86_64"}   # the seeds' platforms
+ISA = {"specjvm98": "powerpc32", "cint2006": "x86_64", "yahoo_y": "x86_64",   # the seeds' platforms
+       "websphere": "z/Architecture"}
 
 
 @pytest.mark.parametrize("name", workload_names())

@@ -51,7 +51,7 @@ def load_error(tmp_path, text: str) -> str:
 # ------------------------------------------------------------------------------------------ catalogs
 def test_shipped_catalogs_load():
     stems = sorted(p.stem for p in catalog_paths())
-    assert stems == ["cint2006", "specjvm98", "yahoo_y"]
+    assert stems == ["cint2006", "specjvm98", "websphere", "yahoo_y"]
     for path in catalog_paths():
         cat = load_catalog(path)
         assert cat.schema_version == SCHEMA_VERSION and cat.description
@@ -83,7 +83,8 @@ def test_yahoo_y_is_large_and_control_intensive():
 
 def test_names_and_listing():
     names = workload_names()
-    assert len(names) == 22 and "cint2006/429.mcf" in names and "specjvm98/compress" in names
+    assert len(names) == 23 and "cint2006/429.mcf" in names and "specjvm98/compress" in names
+    assert "websphere/was" in names
     from whatif.scenarios.commands.catalog import listing
     listed = dict(listing("workloads"))
     assert listed["cint2006/429.mcf"].startswith("429.mcf:")
@@ -240,3 +241,15 @@ def test_unknown_isa():
     from whatif.simulator.synth import Synthesizer
     with pytest.raises(SimulatorInputError, match="unknown ISA 'vax'; known: "):
         Synthesizer("compress", "vax")
+
+
+@pytest.mark.parametrize("jit, fragment", [
+    ("prologue_instructions = 2", "prologue_instructions must be 0 or at least 4"),
+    ("prologue_instructions = 4", "stack_stream"),
+    ('prologue_instructions = 4\nstack_stream = "nope"', "jit.stack_stream: unknown stream 'nope'"),
+    ("inlined = [0.1, 0.2, 0.0]", "shares must not increase"),
+    ("inlined = [0.1]", "levels 1, 2 and 3"),
+    ("method_spacing_bytes = -1", "method_spacing_bytes"),
+])
+def test_bad_jit_table(tmp_path, jit, fragment):
+    assert fragment in load_error(tmp_path, GOOD + f"[workloads.w.jit]\n{jit}\n")

@@ -15,10 +15,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE, IsaSpec
 from whatif.simulator.synth import depcal
 from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth.jit import apply_jit
 from whatif.simulator.synth.assign import SLOT_OPS, assign_behaviours, assign_registers, block_lengths, weighted_classes
 from whatif.simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
 from whatif.simulator.synth.structure import (B_PERIODIC, T_CALL, T_IF, T_JUMP, T_LOOP, T_NONE, T_PH_CONT, T_PH_EXIT,
@@ -66,9 +68,30 @@ class StaticProgram:
     driver_entry: np.ndarray   # per phase: static index of its driver's first instruction
     codes: tuple[PhaseCode, ...] = field(repr=False)
     chase_regs: dict = field(default_factory=dict)
+    inline_level: np.ndarray | None = None     # JIT code: inlining level of each instruction (0: none)
+    jit_entry: np.ndarray | None = None        # JIT code: True where JIT-to-JIT calls enter a method
+    jit_inserted: np.ndarray | None = None     # JIT code: True for the inserted entry stubs and prologues
 
     def __len__(self) -> int:
         return len(self.pc)
+
+    def methods(self) -> pd.DataFrame:
+        """One row per function of every phase, in layout order: ``phase``, ``func``, ``first`` (static
+        index of its first instruction), ``count`` (instructions), ``jit_entry`` (static index where calls
+        enter: the first instruction unless the program is JIT code), ``bytes``, ``is_driver``."""
+        key = self.phase * (int(self.func.max()) + 2) + self.func
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        count = np.diff(np.r_[first, len(self)])
+        entry = first.copy()
+        if self.jit_entry is not None:
+            marked = np.flatnonzero(self.jit_entry)
+            owner = np.searchsorted(first, marked, side="right") - 1
+            entry[owner] = marked
+        drivers = np.array([code.n_functions for code in self.codes])
+        size = np.add.reduceat(self.size.astype(np.int64), first) if len(self) else np.zeros(0, np.int64)
+        return pd.DataFrame({"phase": self.phase[first], "func": self.func[first], "first": first, "count": count,
+                             "jit_entry": entry, "bytes": size,
+                             "is_driver": self.func[first] == drivers[self.phase[first]]})
 
     @property
     def phase_names(self) -> list[str]:
@@ -84,8 +107,11 @@ class StaticProgram:
 
     def expected(self, phase: int) -> dict:
         """What calibration expects of the dynamic stream of ``phase`` (shares of instructions,
-        branch behaviour, call rate, code footprints, stream shares)."""
+        branch behaviour, call rate, code footprints, stream shares); of JIT code, the methods' bodies
+        (the calibrated part: entry stubs and prologues are added to them)."""
         sel = self.phase == phase
+        if self.jit_inserted is not None:
+            sel = sel & ~self.jit_inserted
         w = self.weight[sel]
         op = self.op[sel]
         kind = self.kind[sel]
@@ -215,7 +241,8 @@ def build_program(spec: Workload, isa: IsaSpec, seed: int, name: str = "workload
         calibrate_taken(pc)
         w, _ = block_weights(pc)
         filled.append(_fill(pc, w, streams, rng))
-    return _layout(spec, isa, seed, name, phases, streams, filled, rng_layout)
+    prog = _layout(spec, isa, seed, name, phases, streams, filled, rng_layout)
+    return prog if spec.jit is None else apply_jit(prog, spec.jit, seed)
 
 
 def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgram:

@@ -35,7 +35,6 @@ P_STRUCT = 0.55       # probability that a sequence item is an if or a loop (els
 STRUCT_MEAN = 3.0     # mean blocks in an if
 LOOP_MEAN = 7.0       # mean blocks in a loop (bodies hold ifs and calls, as real loop bodies do)
 TRIP_SIGMA = 0.6      # log-normal spread of loop trip means around branches.loop_trips
-SIZE_SIGMA = 0.5      # log-normal spread of function sizes around code.function_instructions
 MAX_PERIOD_BITS = 64
 
 
@@ -308,7 +307,8 @@ def generate(params: PhaseParams, rng: np.random.Generator) -> PhaseCode:
     level = _levels(F, code.call_depth, rng)
     rank = rng.permutation(F)
     deepest = int(level.max())
-    sizes = code.function_instructions * np.exp(SIZE_SIGMA * rng.standard_normal(F) - SIZE_SIGMA ** 2 / 2)
+    sigma = code.size_sigma
+    sizes = code.function_instructions * np.exp(sigma * rng.standard_normal(F) - sigma ** 2 / 2)
     budgets = np.maximum(1, np.rint(sizes * mix.branch)).astype(np.int64)
     n_calls_drawn = rng.poisson(code.calls_per_function, size=F)
     trees = []
