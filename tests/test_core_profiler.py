@@ -125,14 +125,15 @@ def test_bad_period_is_refused():
             InstructionProfiler(static, bad, 12)
 
 
-# ---- each attribute comes from a mechanism (Machine runs on the z10) ---------------------------------
-WORKLOAD = "specjvm98/javac"
+# ---- each attribute comes from a mechanism (Machine runs of the WebSphere workload on the z10) -----
+WORKLOAD = "websphere/was"
+WARMUP = 4_000_000            # the burn-in: every method of the request mix has run
 
 
-def z10_profile(*overrides, predictor=None, instructions=400_000):
-    m = Machine(load_platform("z10", list(overrides)), WORKLOAD, 200_000 + instructions, seed=3, noise=None,
+def z10_profile(*overrides, predictor=None, instructions=1_000_000):
+    m = Machine(load_platform("z10", list(overrides)), WORKLOAD, WARMUP + instructions, seed=3, noise=None,
                 predictor=predictor, profile_every=53)
-    m.warm_up(200_000).run()
+    m.warm_up(WARMUP).run()
     prof = m.profile()
     return {name: int(prof.events[:, j].sum()) for j, name in enumerate(SAMPLED_EVENTS)}, prof, m
 
@@ -146,7 +147,19 @@ def test_the_baseline_shows_every_attribute(baseline):
     events, prof, m = baseline
     assert all(v > 0 for v in events.values()), events
     assert prof.samples == m.cycles // 53                        # a sample every 53 cycles of the measured run
-    assert prof.executions.sum() == 400_000
+    assert prof.executions.sum() == 1_000_000
+
+
+def test_a_huge_l1i_removes_icachemiss(baseline):
+    """An 8 MB L1I holds the code; the L1.5 is made non-inclusive, since an inclusive 3 MB L1.5 would
+    still evict code from an L1 larger than itself (back-invalidation)."""
+    events, _, _ = z10_profile("l1i.size_kb=8192", "l1_5.inclusion=non_inclusive")
+    assert events["Icachemiss"] <= 0.05 * baseline[0]["Icachemiss"]
+
+
+def test_a_tlb_as_large_as_the_code_removes_tlbmiss(baseline):
+    events, _, _ = z10_profile("itlb.entries=16384", "itlb.associativity=16")
+    assert baseline[0]["TLBmiss"] > 1000 and events["TLBmiss"] <= 0.05 * baseline[0]["TLBmiss"]
 
 
 def test_a_perfect_predictor_removes_branchmispredict(baseline):
