@@ -236,12 +236,16 @@ class Jit(_Strict):
       nothing the hardware does.
     * ``method_spacing_bytes`` -- the code cache places methods apart (recompiled-away bodies,
       trampolines, metadata between them): a gap drawn uniformly from [0, 2 x this] after each method.
+    * ``agi_methods`` -- a code-generator pathology (a planted ground truth for the miner): in this many
+      of the hottest methods every load and store that follows an ALU op of its block takes its base
+      register from that op, so the address is generated right before its use.
     """
     interpreter_entry_instructions: NonNegativeInt = 0
     prologue_instructions: NonNegativeInt = 0
     stack_stream: str | None = None
     inlined: list[Prob] = [0.0, 0.0, 0.0]
     method_spacing_bytes: NonNegativeInt = 0
+    agi_methods: NonNegativeInt = 0
 
     @model_validator(mode="after")
     def _check(self) -> "Jit":

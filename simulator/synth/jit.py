@@ -30,6 +30,7 @@ import numpy as np
 
 from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_LOAD, OP_STORE
 from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth.streams import S_CHASE
 
 JIT_SEED = 0x717            # the stream of this module's draws: SeedSequence([seed, JIT_SEED])
 FUNC_ALIGN = 16             # bytes: the code cache aligns method starts
@@ -161,5 +162,26 @@ def apply_jit(prog, jit, seed: int):
         addr = (addr + int(seg.sum()) + gap + FUNC_ALIGN - 1) // FUNC_ALIGN * FUNC_ALIGN
     jit_entry = np.zeros(total, bool)
     jit_entry[[v for v in jit_entry_of_old_first.values()]] = True
+    planted = _plant_agi(out, role, new_starts, is_method, jit.agi_methods, prog.streams.kind == S_CHASE)
     return dataclasses.replace(prog, pc=pcs, ic_target=ic_target, driver_entry=driver_entry, inline_level=inline,
-                               jit_entry=jit_entry, jit_inserted=role != "", **out)
+                               jit_entry=jit_entry, jit_inserted=role != "", agi_planted=planted, **out)
+
+
+def _plant_agi(out: dict, role: np.ndarray, starts: np.ndarray, is_method: np.ndarray, n_methods: int,
+               chase_stream: np.ndarray) -> np.ndarray:
+    """In the ``n_methods`` methods with the most expected executions, every body load or store whose
+    predecessor in its block is an ALU op takes its base register from it (no draw: a pathology).
+    Pointer-chasing accesses keep their pointer register."""
+    planted = np.zeros(len(role), bool)
+    if n_methods <= 0:
+        return planted
+    weight = np.add.reduceat(out["weight"], starts[:-1])
+    hottest = [f for f in np.argsort(-np.where(is_method, weight, -1.0), kind="stable")[:n_methods] if is_method[f]]
+    for f in hottest:
+        for i in range(int(starts[f]) + 1, int(starts[f + 1])):
+            j = i - 1
+            if (out["op"][i] in (OP_LOAD, OP_STORE) and role[i] == "" and out["kind"][i] == K.K_MEM
+                    and not chase_stream[out["arg"][i]] and out["op"][j] == OP_ALU and out["block"][j] == out["block"][i] and out["dst"][j] >= 0):
+                out["areg"][i] = out["src1"][i] = out["dst"][j]
+                planted[i] = True
+    return planted

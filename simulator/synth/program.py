@@ -71,6 +71,7 @@ class StaticProgram:
     inline_level: np.ndarray | None = None     # JIT code: inlining level of each instruction (0: none)
     jit_entry: np.ndarray | None = None        # JIT code: True where JIT-to-JIT calls enter a method
     jit_inserted: np.ndarray | None = None     # JIT code: True for the inserted entry stubs and prologues
+    agi_planted: np.ndarray | None = None      # JIT code: accesses whose base the previous ALU op generates
 
     def __len__(self) -> int:
         return len(self.pc)
