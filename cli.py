@@ -237,6 +237,39 @@ def profile_cmd(platform: str = typer.Option(..., "--platform", "-p", help="plat
     typer.echo(f"profile written to {out / 'profile.sqlite'}", err=as_json)
 
 
+# --------------------------------------------------------------------------- hbench
+hbench_app = typer.Typer(no_args_is_help=True, help="HBench (seed 003): predictions from system and application vectors.")
+app.add_typer(hbench_app, name="hbench")
+
+
+@hbench_app.command("predict")
+@command
+def hbench_predict_cmd(system: Path = typer.Option(..., "--system", help="system vectors: CSV (primitive, unit?, "
+                                                                         "one column per system) or TOML"),
+                       app_: Path = typer.Option(..., "--app", help="application vectors: CSV (primitive, one "
+                                                                    "column per application) or TOML"),
+                       reference: Optional[str] = typer.Option(None, "--reference", help="the system speeds are "
+                                                                                          "normalised to"),
+                       what_if: Optional[List[str]] = typer.Option(None, "--what-if", help="PRIM=x0.5: the "
+                                                                   "primitive's cost times 0.5 (repeatable)"),
+                       count: Optional[List[str]] = typer.Option(None, "--count", help="PRIM=N: the application "
+                                                                 "count of the primitive (repeatable)"),
+                       out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plot, report.html"),
+                       as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """Predicted time = system vector · application vector, per-primitive breakdown, ranks and normalised
+    speeds across systems, and what-ifs (seed 003 ch. 3, Tables 6-2..6-5)."""
+    from whatif.scenarios.commands.hbench import predict_command
+    from whatif.scenarios.render.vectors import print_predictions
+
+    base, edited, doc = predict_command(system, app_, reference, what_if or [], count or [], out)
+    if as_json:
+        echo_json(doc)
+    else:
+        print_predictions(base, edited)
+    if out is not None:
+        typer.echo(f"results written to {out}", err=as_json)
+
+
 # --------------------------------------------------------------------------- run
 @app.command("run")
 @command

@@ -15,12 +15,13 @@ import whatif.models
 from whatif.models.errors import ModelInputError
 from whatif.models.flowgsp import FlowGSP
 from whatif.models.hbench import GcCostModel, GcTimePredictor, MicrobenchPlan
+from whatif.models.hbench.vectors import VectorModel
 from whatif.models.params import (Boolean, Interval, ListOf, NoneOr, Options, Parameterised, Pattern, String,
                                   validate_params)
 from whatif.models.regression import RegressionStudy
 from whatif.models.similarity import SimilarityEngine
 
-ENGINES = [RegressionStudy, SimilarityEngine, FlowGSP, GcCostModel, GcTimePredictor, MicrobenchPlan]
+ENGINES = [RegressionStudy, SimilarityEngine, FlowGSP, GcCostModel, GcTimePredictor, MicrobenchPlan, VectorModel]
 
 
 def _model_classes() -> list[type]:

@@ -19,6 +19,8 @@ from tests.hbench_helpers import microbench, profile_tables  # noqa: E402
 from whatif.models.flowgsp import EFG, FlowGSP, FlowGSPResults  # noqa: E402
 from whatif.models.flowgsp.results import GenerationStats, SequenceSupport  # noqa: E402
 from whatif.models.hbench import AppProfile, GcCostModel  # noqa: E402
+from whatif.models.hbench.vector_files import read_vectors, seed_vectors  # noqa: E402
+from whatif.models.hbench.vectors import VectorModel  # noqa: E402
 from whatif.models.regression import ModelInputWarning, RegressionStudy  # noqa: E402
 from whatif.models.similarity import SimilarityEngine, SimilarityWarning  # noqa: E402
 from whatif.models.summary import Summary  # noqa: E402
@@ -52,11 +54,13 @@ def results() -> dict:
     costs = GcCostModel(copy_bandwidth=1e8).fit(microbench())
     log, hist = profile_tables(explicit=(1,), copied=(1,))
     prediction = costs.predict(AppProfile.from_tables(log, hist, name="app"))
+    vectors = read_vectors(seed_vectors("os"), seed_vectors("os"))
+    vector = VectorModel().fit(vectors.systems, vectors.applications)
     return {"regression": regression, "similarity": similarity, "flowgsp": flowgsp, "costs": costs,
-            "prediction": prediction}
+            "prediction": prediction, "vectors": vector}
 
 
-ENGINES = ["regression", "similarity", "flowgsp", "costs", "prediction"]
+ENGINES = ["regression", "similarity", "flowgsp", "costs", "prediction", "vectors"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

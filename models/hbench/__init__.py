@@ -1,5 +1,7 @@
-"""HBench:JGC (seed 003 chapter 5): predict every garbage collection's time from the collector's cost
-functions, measured by microbenchmarks, and the application's memory behaviour, measured by a profiler.
+"""HBench (seed 003): the vector methodology of chapter 3 (:mod:`.vectors`: system vector · application
+vector, ranks, ratios, what-ifs, speedups) and HBench:JGC (chapter 5): predict every garbage collection's
+time from the collector's cost functions, measured by microbenchmarks, and the application's memory
+behaviour, measured by a profiler.
 
 Typical use::
 
@@ -20,6 +22,9 @@ from whatif.models.hbench.analyzer import GcTimePredictor, PredictionResults, er
 from whatif.models.hbench.costs import GcCostModel, GcCostResults, LinearFit
 from whatif.models.hbench.microbench import TABLE_5_4_SIZES, MicrobenchPlan, normalise_microbench
 from whatif.models.hbench.profile import AppProfile, read_table
+from whatif.models.hbench.vector_files import read_vector_file, read_vectors, seed_vectors
+from whatif.models.hbench.vectors import VectorModel, VectorResults, speedup
 
 __all__ = ["AppProfile", "GcCostModel", "GcCostResults", "GcTimePredictor", "LinearFit", "MicrobenchPlan",
-           "PredictionResults", "TABLE_5_4_SIZES", "error_table", "normalise_microbench", "read_table"]
+           "PredictionResults", "TABLE_5_4_SIZES", "VectorModel", "VectorResults", "error_table",
+           "normalise_microbench", "read_table", "read_vector_file", "read_vectors", "seed_vectors", "speedup"]
