@@ -62,6 +62,7 @@ class MemoryHierarchy:
         self.level_names = _depth_order(platform)
         self.tlb_names = list(platform.tlbs)
         self._engine_words: list[tuple[int, int]] = []     # (state offset, engines) of levels with engines
+        self._tlb_tags: list[tuple[int, int]] = []         # (state offset, words) of each TLB's tags
         self.state = self._build()
         self.simulation_seconds = 0.0
         self.accesses = 0
@@ -141,6 +142,7 @@ class MemoryHierarchy:
             sets = spec.entries // spec.associativity
             C[row, L.T_TAG0] = region(spec.entries + 4)
             empty.append((C[row, L.T_TAG0], spec.entries + 4))
+            self._tlb_tags.append((int(C[row, L.T_TAG0]), spec.entries + 4))
             C[row, L.T_STAMP0] = region(spec.entries)
             C[row, L.T_BITS0] = region(sets)
             if spec.replacement == "plru":
@@ -194,6 +196,13 @@ class MemoryHierarchy:
         return L.MemState(S=S)
 
     # ------------------------------------------------------------------ running
+    def flush_tlbs(self) -> None:
+        """Invalidate every TLB entry (an address-space switch without tagged TLBs, or exec's new
+        address space): the next translation of every page misses."""
+        S = self.state.S
+        for at, words in self._tlb_tags:
+            S[at:at + words] = -1
+
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
             progress: Callable[[int], None] | None = None, chunk: int = 1 << 22,
             cycles_per_record: int | None = None) -> "MemoryHierarchy":

@@ -1,0 +1,57 @@
+"""``Kernel``: primitives executed on a platform's core and memory hierarchy, one call at a time.
+
+The core keeps its state between calls -- caches, TLBs, predictors, the pipeline -- so a call's cost
+depends on what ran before it: a microbenchmark loop finds everything warm, a web server's request finds
+what the previous requests left.  ``call`` returns the call's cycles (the core's cycle count before and
+after); primitives with ``tlb_flush`` flush every TLB after their instructions (exec's new address space).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from whatif.simulator.core import Core
+from whatif.simulator.isa import InstrBlock, isa_for
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.os.primitives import OsCode
+from whatif.simulator.platform import Platform
+
+BLOCK_CACHE = 256          # instruction blocks kept (a call with the same size and buffers reuses its block)
+
+
+class Kernel:
+    def __init__(self, platform: Platform, seed: int = 0, core: Core | None = None, code: OsCode | None = None):
+        self.platform = platform
+        self.core = core if core is not None else Core(platform, MemoryHierarchy(platform, seed=seed))
+        self.code = code if code is not None else OsCode(isa_for(platform.isa))
+        self.clock_hz = platform.clock_ghz * 1e9
+        self._blocks: OrderedDict[tuple, InstrBlock] = OrderedDict()
+        self.calls: dict[str, int] = {}
+        self.cycles_by_primitive: dict[str, int] = {}
+
+    def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
+        key = (name, int(size), int(src), int(dst))
+        blk = self._blocks.get(key)
+        if blk is None:
+            blk = self.code.block(name, size, src, dst)
+            self._blocks[key] = blk
+            while len(self._blocks) > BLOCK_CACHE:
+                self._blocks.popitem(last=False)
+        else:
+            self._blocks.move_to_end(key)
+        return blk
+
+    def call(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> int:
+        """Run one call; returns its cycles."""
+        blk = self.block(name, size, src, dst)
+        before = self.core.cycles
+        self.core.run(blk)
+        if self.code.spec(name).tlb_flush:
+            self.core.memory.flush_tlbs()
+        cycles = self.core.cycles - before
+        self.calls[name] = self.calls.get(name, 0) + 1
+        self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
+        return cycles
+
+    def seconds(self, cycles: int) -> float:
+        return cycles / self.clock_hz

@@ -1,0 +1,95 @@
+"""HBench:OS microbenchmarks (seed 003 §6.1, after lmbench): a platform's system vector, measured.
+
+Each primitive runs in a loop on a fresh kernel of the platform, as lmbench runs it: the same buffers
+every iteration (a file read again and again is in the page cache), so the loop finds the caches warm.
+Time is read from a clock of finite resolution (``timer_resolution_s``, gettimeofday's microsecond by
+default): the iteration count doubles until one measurement spans at least ``min_ticks`` ticks of it,
+then ``repetitions`` measurements of that many iterations are taken and their ``trim``-trimmed mean is
+the cost.  Per-call primitives are reported in µs per call; per-byte primitives (``unit = "byte"``) run
+calls of ``transfer_bytes`` each and are reported in µs per byte.
+
+The result is a system-vector table (``system, primitive, unit, cost``), what
+``whatif.models.hbench.vectors.VectorModel`` reads, and the measurement's figures.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from whatif.simulator.errors import constraint_error
+from whatif.simulator.os.kernel import Kernel
+from whatif.simulator.platform import Platform
+
+USER_BUFFER = 0x0000_7000_0000          # the benchmark's user buffer
+FILE_PAGES = 0x0000_6000_0000           # the file it reads (page-cache pages, or its mapping)
+
+
+@dataclass(frozen=True)
+class MicrobenchSettings:
+    timer_resolution_s: float = 1e-6    # gettimeofday: microseconds [LMB96]
+    min_ticks: int = 100                # a measurement spans at least this many clock ticks (1 % resolution)
+    repetitions: int = 5                # measurements per primitive
+    trim: float = 0.2                   # trimmed fraction (each end: trim / 2)
+    transfer_bytes: int = 65536         # bytes per call of a per-byte primitive [HBOS97] bandwidth tests
+    warmup_calls: int = 2               # calls before the first measurement
+    max_iterations: int = 1 << 16
+
+    def check(self) -> None:
+        for name, ok, must in (("timer_resolution_s", self.timer_resolution_s > 0, "a number > 0"),
+                               ("min_ticks", self.min_ticks >= 1, "an integer >= 1"),
+                               ("repetitions", self.repetitions >= 1, "an integer >= 1"),
+                               ("trim", 0 <= self.trim < 1, "a number in [0, 1)"),
+                               ("transfer_bytes", self.transfer_bytes >= 1, "an integer >= 1"),
+                               ("warmup_calls", self.warmup_calls >= 0, "an integer >= 0")):
+            if not ok:
+                raise constraint_error(name, "MicrobenchSettings", must, getattr(self, name))
+
+
+def _clock(seconds: float, resolution: float) -> float:
+    return math.floor(seconds / resolution) * resolution
+
+
+def measure(kernel: Kernel, name: str, settings: MicrobenchSettings = MicrobenchSettings()) -> dict:
+    """One primitive's cost on ``kernel``'s platform: µs per call (or per byte) and the measurement."""
+    spec = kernel.code.spec(name)
+    size = settings.transfer_bytes if spec.unit == "byte" else 0
+    src = FILE_PAGES
+    dst = USER_BUFFER
+
+    def run(n: int) -> float:
+        start = kernel.seconds(kernel.core.cycles)
+        for _ in range(n):
+            kernel.call(name, size, src, dst)
+        return _clock(kernel.seconds(kernel.core.cycles), settings.timer_resolution_s) - \
+            _clock(start, settings.timer_resolution_s)
+
+    for _ in range(settings.warmup_calls):
+        kernel.call(name, size, src, dst)
+    n = 1
+    while run(n) < settings.min_ticks * settings.timer_resolution_s and n < settings.max_iterations:
+        n *= 2
+    per_call = np.array([run(n) / n for _ in range(settings.repetitions)])
+    cost = float(stats.trim_mean(per_call, settings.trim / 2)) * 1e6
+    unit_cost = cost / size if size else cost
+    return {"primitive": name, "unit": "us/byte" if size else "us", "cost": unit_cost, "iterations": n,
+            "repetitions": settings.repetitions, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6)}
+
+
+def system_vector(platform: Platform, primitives: list[str] | None = None,
+                  settings: MicrobenchSettings = MicrobenchSettings(), seed: int = 0,
+                  progress=None) -> pd.DataFrame:
+    """Every primitive measured on ``platform`` (each on a fresh kernel): the system-vector table."""
+    settings.check()
+    rows = []
+    names = primitives if primitives is not None else list(Kernel(platform, seed=seed).code.specs)
+    for name in names:
+        row = measure(Kernel(platform, seed=seed), name, settings)
+        rows.append({"system": platform.name, **row})
+        if progress is not None:
+            progress(1)
+    return pd.DataFrame(rows)

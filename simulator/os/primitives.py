@@ -1,0 +1,220 @@
+"""Operating-system primitives as instruction streams on the processor models (seed 003 ch. 6).
+
+A primitive's description (:data:`PRIMITIVES_FILE`, :class:`PrimitiveSpec`) says what the kernel
+executes for one call; :class:`OsCode` turns it into an :class:`~simulator.isa.InstrBlock` for a
+platform's ISA:
+
+* the *path*: ``path_instructions`` at the primitive's own kernel text (the same PCs every call, so the
+  I-cache and the predictors learn them), the first and last serialising (the trap into and out of the
+  kernel), a quarter loads and an eighth stores walking ``data_kb`` of the primitive's kernel data
+  (the same lines every call), not-taken checks along the way;
+* ``per_byte``: ``copies`` copy passes (load from the source, store to the destination; through a
+  kernel buffer between two passes) and ``reads`` read passes (a checksum, a user reading a mapped
+  file) over the call's bytes, ``bytes_per_iteration`` a loop iteration of ``instructions_per_iteration``
+  (load, store, add, loop branch taken back but on the last iteration);
+* ``per_unit``: per page or segment of the data (or ``pages`` times), ``instructions`` more kernel work
+  and a touch of the unit's first line;
+* ``page_table_entries``: the fork's copy of the parent's page tables (a load and a store each);
+* ``tlb_flush``: the caller (:class:`simulator.os.kernel.Kernel`) flushes the TLBs after the call.
+
+Data addresses come from the call: ``src`` and ``dst`` are the buffers the primitive reads and writes
+(a file in the page cache, a user buffer, a socket's skbs); kernel data and text are per primitive.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, ValidationError
+
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock, IsaSpec
+from whatif.simulator.osnoise import KERNEL_DATA, KERNEL_TEXT
+from whatif.simulator.schema import check_schema_version, format_validation_error, load_toml
+
+PRIMITIVES_FILE = Path(__file__).parent / "primitives.toml"
+SCHEMA_VERSION = 1
+CHANGELOG = {1: "initial primitive format (path, data, per_byte, per_unit, page tables, TLB flush)"}
+LINE = 64                               # bytes between the lines a path walks
+TEXT_STRIDE = 1 << 24                   # kernel text of one primitive (16 MB apart: no aliasing by chance)
+DATA_STRIDE = 1 << 24
+KBUF_OFFSET = 1 << 30                   # kernel buffers (pipe pages, skbs) after the primitives' data
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PerByte(_Strict):
+    copies: NonNegativeInt = 1
+    reads: NonNegativeInt = 0
+    bytes_per_iteration: PositiveInt = 8
+    instructions_per_iteration: Annotated[int, Field(ge=3)] = 4      # load, (store,) work, loop branch
+
+
+class PerUnit(_Strict):
+    bytes: PositiveInt = 4096
+    instructions: NonNegativeInt = 0
+    pages: NonNegativeInt | None = None                   # a fixed number of units (not by size)
+
+
+class PrimitiveSpec(_Strict):
+    unit: Literal["call", "byte"] = "call"
+    path_instructions: NonNegativeInt = 0
+    traps: NonNegativeInt = 2
+    data_kb: NonNegativeFloat = 1.0
+    per_byte: PerByte | None = None
+    per_unit: PerUnit | None = None
+    page_table_entries: NonNegativeInt = 0
+    tlb_flush: bool = False
+
+
+class PrimitiveCatalog(_Strict):
+    schema_version: int
+    primitives: dict[str, PrimitiveSpec]
+
+
+@lru_cache(maxsize=4)
+def load_primitives(path: str | Path = PRIMITIVES_FILE) -> dict[str, PrimitiveSpec]:
+    """The primitive descriptions of a file (the shipped one by default)."""
+    path = Path(path)
+    raw = load_toml(path)
+    try:
+        cat = PrimitiveCatalog.model_validate(check_schema_version(raw, SCHEMA_VERSION, CHANGELOG))
+    except ValidationError as exc:
+        raise SimulatorInputError(format_validation_error(exc, str(path))) from None
+    return dict(cat.primitives)
+
+
+def primitive_names() -> list[str]:
+    return list(load_primitives())
+
+
+class OsCode:
+    """Instruction blocks of the primitives on an ISA (kernel text and data at the ISA's kernel addresses)."""
+
+    def __init__(self, isa: IsaSpec, primitives: dict[str, PrimitiveSpec] | None = None):
+        self.isa = isa
+        self.specs = load_primitives() if primitives is None else primitives
+        self.size = int(isa.sizes[int(np.argmax(isa.size_weights))])
+        self.text = KERNEL_TEXT.get(isa.name, 0xC0000000)
+        self.data = KERNEL_DATA.get(isa.name, 0xC0400000)
+        self.index = {name: k for k, name in enumerate(self.specs)}
+        self._paths: dict[str, InstrBlock] = {}
+
+    def spec(self, name: str) -> PrimitiveSpec:
+        try:
+            return self.specs[name]
+        except KeyError:
+            raise SimulatorInputError(f"unknown primitive {name!r}; known: {', '.join(self.specs)}") from None
+
+    def kernel_buffer(self, slot: int) -> int:
+        """Address of a kernel buffer (a pipe page, an skb area): 64 KB slots after the primitives' data."""
+        return self.data + KBUF_OFFSET + (int(slot) % 4096) * 65536
+
+    # ---- the parts of a block -------------------------------------------------------------------------
+    def _path(self, name: str, n: int, text: int, data: int, data_kb: float, traps: int, salt: int) -> dict:
+        idx = np.arange(n, dtype=np.int64)
+        op = np.full(n, OP_ALU, np.uint8)
+        op[1::4] = OP_LOAD
+        op[3::8] = OP_STORE
+        op[7::16] = OP_BRANCH
+        flags = np.zeros(n, np.uint8)
+        if n and traps:
+            flags[0] = FLAG_SERIALIZING
+            if traps > 1:
+                flags[-1] = FLAG_SERIALIZING
+        lines = max(1, int(data_kb * 1024 // LINE))
+        addr = np.zeros(n, np.uint64)
+        mem = (op == OP_LOAD) | (op == OP_STORE)
+        addr[mem] = np.uint64(data) + ((np.arange(int(mem.sum())) * 7 + salt) % lines * LINE).astype(np.uint64)
+        return {"pc": np.uint64(text) + (idx * self.size).astype(np.uint64), "op": op, "flags": flags, "addr": addr,
+                "taken": np.zeros(n, np.uint8), "target": np.zeros(n, np.uint64)}
+
+    def _loop(self, text: int, src: int | None, dst: int | None, nbytes: int, bpi: int, ipi: int) -> dict:
+        """A copy (``src`` and ``dst``) or read (``dst`` None) loop over ``nbytes``."""
+        iters = max(1, math.ceil(nbytes / bpi))
+        body = [OP_LOAD] + ([OP_STORE] if dst is not None else []) + [OP_ALU] * (ipi - 2 - (dst is not None)) + \
+            [OP_BRANCH]
+        k = len(body)
+        op = np.tile(np.array(body, np.uint8), iters)
+        pcs = np.tile(np.uint64(text) + (np.arange(k, dtype=np.uint64) * np.uint64(self.size)), iters)
+        addr = np.zeros(iters * k, np.uint64)
+        step = (np.arange(iters, dtype=np.uint64) * np.uint64(bpi))
+        addr[0::k] = np.uint64(src) + step
+        if dst is not None:
+            addr[1::k] = np.uint64(dst) + step
+        taken = np.zeros(iters * k, np.uint8)
+        taken[k - 1::k] = 1
+        taken[-1] = 0
+        target = np.where(taken == 1, np.uint64(text), np.uint64(0)).astype(np.uint64)
+        return {"pc": pcs, "op": op, "flags": np.zeros(iters * k, np.uint8), "addr": addr, "taken": taken,
+                "target": target, "msize": bpi}
+
+    def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
+        """The instructions of one call of ``name`` moving ``size`` bytes from ``src`` to ``dst``."""
+        spec = self.spec(name)
+        k = self.index[name]
+        text = self.text + k * TEXT_STRIDE
+        data = self.data + k * DATA_STRIDE
+        parts = []
+        if spec.path_instructions:
+            parts.append(self._path(name, spec.path_instructions, text, data, spec.data_kb, spec.traps, 0))
+        if spec.page_table_entries:
+            n = 4 * spec.page_table_entries                       # load, store, two ALU ops per entry
+            part = self._path(name, n, text + (1 << 20), data + (1 << 20), spec.page_table_entries * 8 / 1024,
+                              0, 1)
+            parts.append(part)
+        pb = spec.per_byte
+        if pb is not None and size > 0:
+            loop_text = text + (1 << 21)
+            prev = src
+            for c in range(pb.copies):
+                to = dst if c == pb.copies - 1 else self.kernel_buffer(self.index[name] * 8 + c)
+                parts.append(self._loop(loop_text + c * 256, prev, to, size, pb.bytes_per_iteration,
+                                        pb.instructions_per_iteration))
+                prev = to
+            for r in range(pb.reads):
+                parts.append(self._loop(loop_text + (pb.copies + r) * 256, prev if pb.copies else src, None, size,
+                                        pb.bytes_per_iteration, pb.instructions_per_iteration))
+        pu = spec.per_unit
+        if pu is not None:
+            units = pu.pages if pu.pages is not None else (math.ceil(size / pu.bytes) if size > 0 else 0)
+            for u in range(units):
+                if pu.instructions:
+                    part = self._path(name, pu.instructions, text + (3 << 20), data + (2 << 20), 8.0, 0, u)
+                    target = (dst or self.kernel_buffer(k)) + (u * pu.bytes)
+                    first_mem = int(np.flatnonzero((part["op"] == OP_LOAD) | (part["op"] == OP_STORE))[0])
+                    part["addr"][first_mem] = np.uint64(target)
+                    parts.append(part)
+        if not parts:
+            raise SimulatorInputError(f"primitive {name!r} has no instructions for size {size}")
+        return self._assemble(parts)
+
+    def _assemble(self, parts: list[dict]) -> InstrBlock:
+        n = sum(len(p["op"]) for p in parts)
+        b = InstrBlock.empty(n)
+        at = 0
+        for p in parts:
+            m = len(p["op"])
+            sl = slice(at, at + m)
+            b.pc[sl], b.op[sl], b.flags[sl] = p["pc"], p["op"], p["flags"]
+            b.taken[sl], b.target[sl] = p["taken"], p["target"]
+            mem = (p["op"] == OP_LOAD) | (p["op"] == OP_STORE)
+            b.mem_addr[sl] = p["addr"]
+            b.mem_size[sl] = np.where(mem, p.get("msize", 8), 0)
+            at += m
+        b.size[:] = self.size
+        gprs = self.isa.gprs
+        idx = np.arange(n, dtype=np.int64)
+        b.dst[:] = (idx % (gprs - 2)).astype(np.int8)
+        b.src1[:] = ((idx + gprs - 4) % (gprs - 2)).astype(np.int8)
+        mem = (b.op == OP_LOAD) | (b.op == OP_STORE)
+        b.areg[mem] = (gprs - 1)                                  # base registers set up at entry
+        b.src1[mem] = gprs - 1
+        b.dst[(b.op == OP_STORE) | (b.op == OP_BRANCH)] = -1
+        return b

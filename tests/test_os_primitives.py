@@ -1,0 +1,122 @@
+"""Operating-system primitives as instruction streams on the processor models, the kernel that runs them,
+and the lmbench-style microbenchmarks that turn them into a system vector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import FLAG_SERIALIZING, OP_BRANCH, OP_LOAD, OP_STORE, isa_for
+from whatif.simulator.os.kernel import Kernel
+from whatif.simulator.os.microbench import MicrobenchSettings, measure, system_vector
+from whatif.simulator.os.primitives import OsCode, load_primitives, primitive_names
+from whatif.simulator.platform import load_platform
+
+SEED_PRIMITIVES = {"other", "file_write", "signal_handler_install", "fcntl", "stat", "open_close", "mmap",
+                   "mmap_read", "file_read", "pipe_read", "socket_rw", "tcp_transfer", "tcp_latency", "tcp_connect",
+                   "stream_connect", "proc_simple"}
+
+
+def test_every_primitive_of_the_seed_tables_is_described():
+    assert set(primitive_names()) == SEED_PRIMITIVES
+    specs = load_primitives()
+    assert {n for n, s in specs.items() if s.unit == "byte"} == {"mmap_read", "file_read", "pipe_read",
+                                                                   "socket_rw", "tcp_transfer"}
+    assert specs["proc_simple"].tlb_flush and specs["proc_simple"].page_table_entries > 0
+
+
+def test_a_call_is_a_kernel_path_with_traps():
+    code = OsCode(isa_for("x86_64"))
+    b = code.block("stat")
+    spec = code.spec("stat")
+    assert len(b) == spec.path_instructions
+    assert b.flags[0] & FLAG_SERIALIZING and b.flags[-1] & FLAG_SERIALIZING
+    assert (b.pc == code.block("stat").pc).all()                       # the same code path every call
+    mem = (b.op == OP_LOAD) | (b.op == OP_STORE)
+    assert len(np.unique(b.mem_addr[mem] // 64)) <= spec.data_kb * 1024 // 64
+    b.validate()
+
+
+def test_copy_loops_move_the_bytes_from_source_to_destination():
+    code = OsCode(isa_for("x86_64"))
+    size = 4096
+    b = code.block("file_read", size, src=0x10000000, dst=0x20000000)
+    spec = code.spec("file_read")
+    loads = b.mem_addr[(b.op == OP_LOAD) & (b.mem_addr >= 0x10000000) & (b.mem_addr < 0x10001000)]
+    stores = b.mem_addr[(b.op == OP_STORE) & (b.mem_addr >= 0x20000000) & (b.mem_addr < 0x20001000)]
+    assert sorted(loads.tolist()) == list(range(0x10000000, 0x10001000, 8))
+    assert sorted(stores.tolist()) == list(range(0x20000000, 0x20001000, 8))
+    pb = spec.per_byte
+    loop = size // pb.bytes_per_iteration * pb.instructions_per_iteration
+    assert len(b) == spec.path_instructions + loop + spec.per_unit.instructions
+    taken = np.flatnonzero(b.taken)
+    assert len(taken) == size // 8 - 1 and (b.op[taken] == OP_BRANCH).all()     # the loop branch, not the exit
+
+
+def test_unknown_primitive_is_named():
+    with pytest.raises(SimulatorInputError, match="unknown primitive 'fork'; known: other"):
+        OsCode(isa_for("x86_64")).block("fork")
+
+
+def test_per_byte_cost_is_linear_in_the_size_when_warm():
+    k = Kernel(load_platform("nehalem"))
+    cyc = {}
+    for size in (16384, 32768):
+        for _ in range(3):
+            cyc[size] = k.call("file_read", size, 0x10000000, 0x20000000)
+    path = k.call("file_read", 8, 0x10000000, 0x20000000)
+    assert cyc[32768] - path == pytest.approx(2 * (cyc[16384] - path), rel=0.1)
+
+
+def test_a_call_costs_more_on_cold_caches():
+    k = Kernel(load_platform("mpc7447a"))
+    cold = k.call("stat")
+    warm = min(k.call("stat") for _ in range(3))
+    assert cold > 2 * warm
+
+
+def test_exec_flushes_the_tlbs():
+    k = Kernel(load_platform("nehalem"))
+    k.call("stat")
+    misses = k.core.memory.counters()["tlbs"]["DTLB"]["misses"]
+    k.call("stat")
+    assert k.core.memory.counters()["tlbs"]["DTLB"]["misses"] == misses          # warm: no new misses
+    k.call("proc_simple")
+    before = k.core.memory.counters()["tlbs"]["DTLB"]["misses"]
+    k.call("stat")
+    assert k.core.memory.counters()["tlbs"]["DTLB"]["misses"] > before           # the flush: stat misses again
+
+
+def test_costs_differ_between_platforms_for_mechanical_reasons():
+    """The same stream: a faster clock and a larger cache help the big copy; the 7447A's hashed page
+    table makes exec's TLB refill dear."""
+    cost = {}
+    for name in ("mpc7447a", "nehalem"):
+        k = Kernel(load_platform(name))
+        for _ in range(2):
+            cost[name] = (k.seconds(k.call("tcp_transfer", 65536, 0x10000000, 0x20000000)),
+                          k.seconds(k.call("proc_simple")))
+    assert cost["nehalem"][0] < cost["mpc7447a"][0] and cost["nehalem"][1] < cost["mpc7447a"][1]
+
+
+# ---- microbenchmarks -----------------------------------------------------------------------------------
+def test_the_iteration_count_follows_the_timer_resolution():
+    p = load_platform("nehalem")
+    fine = measure(Kernel(p), "other", MicrobenchSettings(timer_resolution_s=1e-8, min_ticks=100, repetitions=3))
+    coarse = measure(Kernel(p), "other", MicrobenchSettings(timer_resolution_s=1e-6, min_ticks=100, repetitions=3))
+    assert coarse["iterations"] > 50 * fine["iterations"]
+    assert coarse["cost"] == pytest.approx(fine["cost"], rel=0.05)
+    # one call takes about the cost: iterations x cost spans the required ticks
+    assert coarse["iterations"] * coarse["cost"] * 1e-6 >= 100 * 1e-6
+
+
+def test_system_vector_table():
+    v = system_vector(load_platform("nehalem"), ["other", "file_read", "stat"],
+                      MicrobenchSettings(repetitions=3, min_ticks=20))
+    assert list(v.columns[:4]) == ["system", "primitive", "unit", "cost"]
+    by = v.set_index("primitive")
+    assert by.loc["file_read", "unit"] == "us/byte" and by.loc["stat", "unit"] == "us"
+    assert 0 < by.loc["other", "cost"] < by.loc["stat", "cost"]
+    with pytest.raises(SimulatorInputError, match="'trim' parameter of MicrobenchSettings"):
+        system_vector(load_platform("nehalem"), ["other"], MicrobenchSettings(trim=1.0))
