@@ -270,6 +270,35 @@ def hbench_predict_cmd(system: Path = typer.Option(..., "--system", help="system
         typer.echo(f"results written to {out}", err=as_json)
 
 
+@hbench_app.command("os-vector")
+@command
+def hbench_os_vector_cmd(platform: str = typer.Option(..., "--platform", "-p", help="platform name or TOML path"),
+                         set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE"),
+                         primitive: Optional[List[str]] = typer.Option(None, "--primitive", help="measure only these"),
+                         seed: int = typer.Option(0, "--seed", help="physical page placement"),
+                         out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory, with "
+                                                            "system_vector.csv for `hbench predict --system`"),
+                         as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """HBench:OS microbenchmarks (lmbench-style loops) on a simulated platform: its system vector."""
+    from whatif.scenarios.commands.hbench import os_vector_command
+
+    vector = os_vector_command(platform, set_ or [], primitive or None, seed, out, progress=not as_json)
+    if as_json:
+        echo_json({"system": vector.system.iloc[0], "vector": vector.to_dict(orient="records")})
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"system vector of {vector.system.iloc[0]}")
+        for col in ("primitive", "unit", "cost", "iterations"):
+            t.add_column(col, justify="left" if col in ("primitive", "unit") else "right")
+        for r in vector.itertuples(index=False):
+            t.add_row(r.primitive, r.unit, f"{r.cost:.6g}", str(r.iterations))
+        Console().print(t)
+    if out is not None:
+        typer.echo(f"results written to {out}", err=as_json)
+
+
 # --------------------------------------------------------------------------- run
 @app.command("run")
 @command

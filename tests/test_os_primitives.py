@@ -120,3 +120,24 @@ def test_system_vector_table():
     assert 0 < by.loc["other", "cost"] < by.loc["stat", "cost"]
     with pytest.raises(SimulatorInputError, match="'trim' parameter of MicrobenchSettings"):
         system_vector(load_platform("nehalem"), ["other"], MicrobenchSettings(trim=1.0))
+
+
+def test_os_vector_command_writes_a_system_vector_predict_reads(tmp_path):
+    import json
+
+    from test_cli import assert_one_line_error, invoke
+
+    out = tmp_path / "vec"
+    result = invoke("hbench", "os-vector", "-p", "z10", "--primitive", "other", "--primitive", "stat",
+                    "--out", out, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [r["primitive"] for r in doc["vector"]] == ["other", "stat"]
+    (tmp_path / "app.csv").write_text("primitive,lookup\nother,3\nstat,2\n")
+    predicted = invoke("hbench", "predict", "--system", out / "system_vector.csv", "--app", tmp_path / "app.csv",
+                       "--json")
+    assert predicted.exit_code == 0, predicted.output
+    cost = {r["primitive"]: r["cost"] for r in doc["vector"]}
+    assert json.loads(predicted.stdout)["predictions"][0]["predicted"] == pytest.approx(3 * cost["other"] +
+                                                                                       2 * cost["stat"])
+    assert_one_line_error(invoke("hbench", "os-vector", "-p", "z10", "--primitive", "fork"), "unknown primitive 'fork'")

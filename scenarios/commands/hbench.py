@@ -76,3 +76,32 @@ def predict_command(system: Path, app: Path, reference: str | None = None, what_
                           parameters={"system": str(system), "app": str(app), "reference": base.reference,
                                       "what_if": scale, "counts": count})
     return base, edited, doc
+
+
+def os_vector_command(platform_name: str, overrides: list[str], primitives: list[str] | None, seed: int,
+                      out: Path | None, progress: bool) -> pd.DataFrame:
+    """HBench:OS microbenchmarks on a simulated platform: its system vector (and a results directory
+    whose ``system_vector.csv`` ``whatif hbench predict --system`` reads)."""
+    from whatif.scenarios.results.progress import progress_bar
+    from whatif.simulator.os.microbench import system_vector
+    from whatif.simulator.os.primitives import primitive_names
+    from whatif.simulator.platform import load_platform
+
+    started = time.perf_counter()
+    if out is not None:
+        check_results_target(out)
+    platform = load_platform(platform_name, overrides)
+    names = primitives or primitive_names()
+    with progress_bar(len(names), f"microbenchmarks on {platform.name}", enabled=progress) as advance:
+        vector = system_vector(platform, names, seed=seed, progress=advance)
+    if out is not None:
+        wide = vector.pivot(index="primitive", columns="system", values="cost").reset_index()
+        wide.insert(1, "unit", vector.set_index("primitive").loc[wide.primitive, "unit"].to_numpy())
+        write_results_dir(out, title=f"HBench:OS system vector of {platform.name}", study="hbench-os-vector",
+                          results={"system": platform.name, "vector": vector.to_dict(orient="records")},
+                          started=started, tables={"system_vector": vector},
+                          files={"system_vector.csv": wide.to_csv(index=False).encode()},
+                          report=lambda rep: rep.table(vector, caption="System vector (µs per call or per byte)"),
+                          seed=seed, parameters={"platform": platform.name, "primitives": names},
+                          platforms={platform.name: platform.model_dump()})
+    return vector
