@@ -28,6 +28,7 @@ class Kernel:
         self._blocks: OrderedDict[tuple, InstrBlock] = OrderedDict()
         self.calls: dict[str, int] = {}
         self.cycles_by_primitive: dict[str, int] = {}
+        self.bytes_by_primitive: dict[str, int] = {}
 
     def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
         key = (name, int(size), int(src), int(dst))
@@ -50,8 +51,20 @@ class Kernel:
             self.core.memory.flush_tlbs()
         cycles = self.core.cycles - before
         self.calls[name] = self.calls.get(name, 0) + 1
+        self.bytes_by_primitive[name] = self.bytes_by_primitive.get(name, 0) + int(size)
         self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
         return cycles
+
+    def user(self, process: int, instructions: int, data_kb: float) -> int:
+        """Run ``instructions`` of a process's user-mode code (its own text and data); returns the cycles."""
+        key = ("<user>", int(process), int(instructions), float(data_kb))
+        blk = self._blocks.get(key)
+        if blk is None:
+            blk = self.code.user_block(process, instructions, data_kb)
+            self._blocks[key] = blk
+        before = self.core.cycles
+        self.core.run(blk)
+        return self.core.cycles - before
 
     def seconds(self, cycles: int) -> float:
         return cycles / self.clock_hz

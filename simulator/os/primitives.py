@@ -43,6 +43,9 @@ LINE = 64                               # bytes between the lines a path walks
 TEXT_STRIDE = 1 << 24                   # kernel text of one primitive (16 MB apart: no aliasing by chance)
 DATA_STRIDE = 1 << 24
 KBUF_OFFSET = 1 << 30                   # kernel buffers (pipe pages, skbs) after the primitives' data
+USER_TEXT = 0x0000_1000_0000            # user processes: text, then data, 64 MB apart per process
+USER_STRIDE = 1 << 26
+USER_DATA_OFFSET = 1 << 25
 
 
 class _Strict(BaseModel):
@@ -194,6 +197,11 @@ class OsCode:
         if not parts:
             raise SimulatorInputError(f"primitive {name!r} has no instructions for size {size}")
         return self._assemble(parts)
+
+    def user_block(self, process: int, instructions: int, data_kb: float) -> InstrBlock:
+        """User-mode code of a process: a path without traps at the process's own text and data."""
+        text = USER_TEXT + (int(process) % 4096) * USER_STRIDE
+        return self._assemble([self._path("<user>", int(instructions), text, text + USER_DATA_OFFSET, data_kb, 0, 0)])
 
     def _assemble(self, parts: list[dict]) -> InstrBlock:
         n = sum(len(p["op"]) for p in parts)

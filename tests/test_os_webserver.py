@@ -1,0 +1,123 @@
+"""The SimPy web server: SPECweb99-like clients, pre-forked workers, every request's primitives on the core
+model; log-then-assert tests of the timelines, the truss against seed 003's tables, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from whatif.models.hbench.vector_files import read_vectors, seed_vectors
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.os.webserver import load_webserver, run_server
+from whatif.simulator.platform import load_platform
+
+FAST = load_webserver().model_copy(update={"clients": load_webserver().clients.model_copy(
+    update={"line_kbit_s": (8000.0, 10000.0)})})
+
+
+@pytest.fixture(scope="module")
+def static_run():
+    log: list = []
+    run = run_server(load_platform("westmere"), {"static": 1.0}, clients=40, workers=40, requests=600,
+                     warmup_requests=100, seed=3, spec=FAST, log=log)
+    return run, log
+
+
+def test_the_timeline_log(static_run):
+    """Log then assert: every request is logged once by its client, and ends after it arrives."""
+    run, log = static_run
+    assert len(log) >= 700
+    assert all(end > arrival for _, _, arrival, end in log)
+    per_client = {}
+    for who, _, arrival, end in log:
+        per_client.setdefault(who, []).append((arrival, end))
+    for events in per_client.values():            # a client's requests follow one another, never overlap
+        assert all(a2 >= e1 for (_, e1), (a2, _) in zip(events, events[1:]))
+
+
+def test_requests_table_is_contract_6(static_run):
+    run, _ = static_run
+    r = run.requests
+    assert list(r.columns) == ["client", "worker", "type", "bytes", "new_connection", "arrival", "start", "end",
+                               "cpu_seconds", "primitives"]
+    assert len(r) == 600
+    assert (r.start >= r.arrival).all() and (r.end > r.start).all()
+    assert (r.cpu_seconds > 0).all()
+    # a worker serves one connection at a time: its requests never overlap
+    for _, g in r.sort_values("start").groupby("worker"):
+        assert (g.start.to_numpy()[1:] >= g.end.to_numpy()[:-1]).all()
+    s = run.summary
+    assert s["throughput"] == pytest.approx(len(r) / s["seconds"])
+    assert 0 < s["cpu_utilisation"] <= 1.0 + 1e-9
+    assert s["latency_p50"] <= s["latency_p95"] <= s["latency_p99"]
+
+
+def test_the_truss_is_the_seeds_application_vector(static_run):
+    """The per-request counts of Table 6-2 (tcp_connect: the new connections' share; bytes: the files')."""
+    run, _ = static_run
+    truss = run.truss.set_index("primitive")["count"]
+    seed = read_vectors(seed_vectors("os"), seed_vectors("os")).applications
+    table = seed[seed.application == "static"].set_index("primitive")["count"]
+    for prim in ("tcp_latency", "stat", "open_close", "mmap", "fcntl", "signal_handler_install", "file_write",
+                 "other"):
+        assert truss[prim] == pytest.approx(table[prim], rel=0.01), prim
+    assert 0.2 < truss["tcp_connect"] < 0.6                          # persistent connections: 0.37 expected
+    assert truss["tcp_transfer"] == pytest.approx(run.requests["bytes"].mean(), rel=1e-9)
+    assert truss["mmap_read"] == truss["tcp_transfer"]
+
+
+def test_cgi_and_fastcgi_trusses_follow_tables_6_3_to_6_5():
+    for rtype, tables in (("cgi", ("cgi_parent", "cgi_child")), ("fastcgi", ("fastcgi",))):
+        run = run_server(load_platform("nehalem"), {rtype: 1.0}, clients=8, workers=8, requests=40, seed=1,
+                         spec=FAST)
+        truss = run.truss.set_index("primitive")["count"]
+        seed = read_vectors(seed_vectors("os"), seed_vectors("os")).applications
+        table = seed[seed.application.isin(tables)].groupby("primitive")["count"].sum()
+        assert set(truss.index) == set(table.index)
+        for prim in table.index:
+            if prim not in ("tcp_connect", "tcp_transfer", "pipe_read", "socket_rw", "file_read"):
+                assert truss[prim] == pytest.approx(table[prim]), (rtype, prim)
+        extra = {"tcp_transfer": 294 if rtype == "cgi" else 370, "file_read": 0}
+        assert truss["tcp_transfer"] == pytest.approx(run.requests["bytes"].mean() + extra["tcp_transfer"])
+
+
+def test_the_same_seed_gives_the_same_run():
+    a = run_server(load_platform("z10"), {"static": 0.8, "fastcgi": 0.2}, clients=6, requests=50, seed=7, spec=FAST)
+    b = run_server(load_platform("z10"), {"static": 0.8, "fastcgi": 0.2}, clients=6, requests=50, seed=7, spec=FAST)
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    c = run_server(load_platform("z10"), {"static": 0.8, "fastcgi": 0.2}, clients=6, requests=50, seed=8, spec=FAST)
+    assert not a.requests["bytes"].equals(c.requests["bytes"])
+
+
+def test_requests_interfere_in_the_caches():
+    """The same primitive costs more per call in the server, where other requests ran in between, than
+    in a loop of itself (the vector model's context-independence, §3.1.1.2, measured)."""
+    from whatif.simulator.os.kernel import Kernel
+    from whatif.simulator.os.microbench import MicrobenchSettings, measure
+
+    p = load_platform("nehalem")
+    run = run_server(p, {"static": 1.0}, clients=20, workers=20, requests=300, warmup_requests=50, seed=2, spec=FAST)
+    served = run.in_context.set_index("primitive")
+    loop = measure(Kernel(p), "stat", MicrobenchSettings(repetitions=3, min_ticks=20))
+    assert served.loc["stat", "cost"] > 1.2 * loop["cost"]
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"mix": {"static": 0.5, "cgi": 0.4}}, "sum to 1"),
+    ({"mix": {"ssi": 1.0}}, "unknown request type 'ssi'"),
+    ({"clients": 0}, "clients: must be >= 1"),
+    ({"requests": 0}, "requests: must be >= 1"),
+])
+def test_bad_input(kwargs, fragment):
+    args = {"mix": {"static": 1.0}, "clients": 2, "requests": 5, **kwargs}
+    with pytest.raises(SimulatorInputError, match=fragment):
+        run_server(load_platform("nehalem"), args["mix"], args["clients"], args["requests"], spec=FAST)
+
+
+def test_a_bad_step_in_the_description_is_named(tmp_path):
+    text = (load_webserver.__defaults__[0]).read_text().replace('["stat", "1", "server"]', '["statx", "1", "server"]', 1)
+    path = tmp_path / "ws.toml"
+    path.write_text(text)
+    with pytest.raises(SimulatorInputError, match=r"types\.static\.steps\.3: unknown primitive 'statx'"):
+        load_webserver(path)
