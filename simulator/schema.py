@@ -59,6 +59,16 @@ def check_schema_version(data: Any, current: int, changelog: dict[int, str]) -> 
     return data
 
 
+def load_versioned(path: str | Path, model: type[BaseModel], current: int, changelog: dict[int, str]) -> BaseModel:
+    """A versioned TOML data file validated by ``model``: one line naming the file for every problem."""
+    raw = load_toml(path)
+    try:
+        check_schema_version(raw, current, changelog)
+    except ValueError as exc:
+        raise SimulatorInputError(f"{path}: {exc}") from None
+    return validate_model(model, raw, str(path))
+
+
 def validate_model(model: type[BaseModel], data: dict[str, Any], source: str) -> BaseModel:
     try:
         return model.model_validate(data)

@@ -30,17 +30,20 @@ class Kernel:
         self.cycles_by_primitive: dict[str, int] = {}
         self.bytes_by_primitive: dict[str, int] = {}
 
-    def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
-        key = (name, int(size), int(src), int(dst))
+    def _cached(self, key: tuple, build) -> InstrBlock:
+        """The block of ``key``, built by ``build()`` unless one of the last BLOCK_CACHE used is it."""
         blk = self._blocks.get(key)
         if blk is None:
-            blk = self.code.block(name, size, src, dst)
+            blk = build()
             self._blocks[key] = blk
             while len(self._blocks) > BLOCK_CACHE:
                 self._blocks.popitem(last=False)
         else:
             self._blocks.move_to_end(key)
         return blk
+
+    def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
+        return self._cached((name, int(size), int(src), int(dst)), lambda: self.code.block(name, size, src, dst))
 
     def call(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> int:
         """Run one call; returns its cycles."""
@@ -55,13 +58,11 @@ class Kernel:
         self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
         return cycles
 
-    def user(self, process: int, instructions: int, data_kb: float) -> int:
-        """Run ``instructions`` of a process's user-mode code (its own text and data); returns the cycles."""
-        key = ("<user>", int(process), int(instructions), float(data_kb))
-        blk = self._blocks.get(key)
-        if blk is None:
-            blk = self.code.user_block(process, instructions, data_kb)
-            self._blocks[key] = blk
+    def user(self, program: int, process: int, instructions: int, data_kb: float) -> int:
+        """Run ``instructions`` of ``program``'s user-mode code in ``process`` (shared text, its own data);
+        returns the cycles."""
+        blk = self._cached(("<user>", int(program), int(process), int(instructions), float(data_kb)),
+                           lambda: self.code.user_block(program, process, instructions, data_kb))
         before = self.core.cycles
         self.core.run(blk)
         return self.core.cycles - before

@@ -29,20 +29,22 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock, IsaSpec
 from whatif.simulator.osnoise import KERNEL_DATA, KERNEL_TEXT
-from whatif.simulator.schema import check_schema_version, format_validation_error, load_toml
+from whatif.simulator.schema import load_versioned
 
 PRIMITIVES_FILE = Path(__file__).parent / "primitives.toml"
 SCHEMA_VERSION = 1
 CHANGELOG = {1: "initial primitive format (path, data, per_byte, per_unit, page tables, TLB flush)"}
-LINE = 64                               # bytes between the lines a path walks
-TEXT_STRIDE = 1 << 24                   # kernel text of one primitive (16 MB apart: no aliasing by chance)
-DATA_STRIDE = 1 << 24
-KBUF_OFFSET = 1 << 30                   # kernel buffers (pipe pages, skbs) after the primitives' data
+LINE = 32                               # bytes between the addresses a path walks: the smallest line of any
+                                        # platform (the 7447A's), so data_kb is the footprint on every one
+ALIGN = 64                              # a primitive's text and data start on a 64-byte boundary
+LOOP_SLOT = 256                         # text bytes of one copy or read loop
+UNIT_DATA = 8192                        # kernel data of a primitive's per-page work
+KBUF_OFFSET = 1 << 26                   # kernel buffers (pipe pages, skbs): 64 MB after the kernel data
 USER_TEXT = 0x0000_1000_0000            # user processes: text, then data, 64 MB apart per process
 USER_STRIDE = 1 << 26
 USER_DATA_OFFSET = 1 << 25
@@ -84,17 +86,36 @@ class PrimitiveCatalog(_Strict):
 @lru_cache(maxsize=4)
 def load_primitives(path: str | Path = PRIMITIVES_FILE) -> dict[str, PrimitiveSpec]:
     """The primitive descriptions of a file (the shipped one by default)."""
-    path = Path(path)
-    raw = load_toml(path)
-    try:
-        cat = PrimitiveCatalog.model_validate(check_schema_version(raw, SCHEMA_VERSION, CHANGELOG))
-    except ValidationError as exc:
-        raise SimulatorInputError(format_validation_error(exc, str(path))) from None
-    return dict(cat.primitives)
+    return dict(load_versioned(path, PrimitiveCatalog, SCHEMA_VERSION, CHANGELOG).primitives)
 
 
 def primitive_names() -> list[str]:
     return list(load_primitives())
+
+
+def scaled_primitives(factors: dict[str, float], base: dict[str, PrimitiveSpec] | None = None
+                      ) -> dict[str, PrimitiveSpec]:
+    """The primitives with some made cheaper or dearer by ``factors`` (name -> k, a what-if "this primitive
+    takes k times the work"): its path, per-unit work and page-table copy scaled by k, its copy loops
+    moving 1/k times the bytes per iteration (wider moves)."""
+    base = load_primitives() if base is None else base
+    out = dict(base)
+    for name, k in factors.items():
+        if name not in base:
+            raise SimulatorInputError(f"unknown primitive {name!r}; known: {', '.join(base)}")
+        if not k > 0:
+            raise SimulatorInputError(f"the factor of primitive {name!r} must be > 0, got {k!r}")
+        spec = base[name]
+        update = {"path_instructions": int(round(spec.path_instructions * k)),
+                  "page_table_entries": int(round(spec.page_table_entries * k))}
+        if spec.per_unit is not None:
+            update["per_unit"] = spec.per_unit.model_copy(update={"instructions": int(round(spec.per_unit.instructions
+                                                                                               * k))})
+        if spec.per_byte is not None:
+            update["per_byte"] = spec.per_byte.model_copy(
+                update={"bytes_per_iteration": max(1, int(round(spec.per_byte.bytes_per_iteration / k)))})
+        out[name] = spec.model_copy(update=update)
+    return out
 
 
 class OsCode:
@@ -107,7 +128,30 @@ class OsCode:
         self.text = KERNEL_TEXT.get(isa.name, 0xC0000000)
         self.data = KERNEL_DATA.get(isa.name, 0xC0400000)
         self.index = {name: k for k, name in enumerate(self.specs)}
+        # Kernel text and data are laid out as a linked kernel is: each primitive's parts one after the
+        # other, the primitives back to back -- consecutive pages, so they spread over the TLB sets and
+        # cache sets as real kernel code does (regions on power-of-two boundaries would all map to one set)
+        self.text_at: dict[str, int] = {}
+        self.data_at: dict[str, int] = {}
+        t, d = self.text, self.data
+        for name, spec in self.specs.items():
+            self.text_at[name], self.data_at[name] = t, d
+            t += -(-self._text_bytes(spec) // ALIGN) * ALIGN
+            d += -(-self._data_bytes(spec) // ALIGN) * ALIGN
+        if self.text < self.data < t:
+            raise SimulatorInputError(f"the primitives' kernel text ({(t - self.text) >> 10} KB) runs into the kernel "
+                                      f"data at {self.data:#x} on {isa.name}")
         self._paths: dict[str, InstrBlock] = {}
+
+    def _text_bytes(self, spec: PrimitiveSpec) -> int:
+        pb, pu = spec.per_byte, spec.per_unit
+        return self.size * (spec.path_instructions + 4 * spec.page_table_entries
+                            + (pu.instructions if pu is not None else 0)) + \
+            (LOOP_SLOT * (pb.copies + pb.reads) if pb is not None else 0)
+
+    @staticmethod
+    def _data_bytes(spec: PrimitiveSpec) -> int:
+        return int(spec.data_kb * 1024) + 8 * spec.page_table_entries + (UNIT_DATA if spec.per_unit else 0)
 
     def spec(self, name: str) -> PrimitiveSpec:
         try:
@@ -162,34 +206,34 @@ class OsCode:
         """The instructions of one call of ``name`` moving ``size`` bytes from ``src`` to ``dst``."""
         spec = self.spec(name)
         k = self.index[name]
-        text = self.text + k * TEXT_STRIDE
-        data = self.data + k * DATA_STRIDE
+        text, data = self.text_at[name], self.data_at[name]
+        pt_text = text + self.size * spec.path_instructions         # then the page-table copy,
+        loop_text = pt_text + self.size * 4 * spec.page_table_entries   # the copy and read loops,
+        pb, pu = spec.per_byte, spec.per_unit
+        unit_text = loop_text + (LOOP_SLOT * (pb.copies + pb.reads) if pb is not None else 0)   # per-page work
+        pt_data = data + int(spec.data_kb * 1024)
+        unit_data = pt_data + 8 * spec.page_table_entries
         parts = []
         if spec.path_instructions:
             parts.append(self._path(name, spec.path_instructions, text, data, spec.data_kb, spec.traps, 0))
         if spec.page_table_entries:
             n = 4 * spec.page_table_entries                       # load, store, two ALU ops per entry
-            part = self._path(name, n, text + (1 << 20), data + (1 << 20), spec.page_table_entries * 8 / 1024,
-                              0, 1)
-            parts.append(part)
-        pb = spec.per_byte
+            parts.append(self._path(name, n, pt_text, pt_data, spec.page_table_entries * 8 / 1024, 0, 1))
         if pb is not None and size > 0:
-            loop_text = text + (1 << 21)
             prev = src
             for c in range(pb.copies):
                 to = dst if c == pb.copies - 1 else self.kernel_buffer(self.index[name] * 8 + c)
-                parts.append(self._loop(loop_text + c * 256, prev, to, size, pb.bytes_per_iteration,
+                parts.append(self._loop(loop_text + c * LOOP_SLOT, prev, to, size, pb.bytes_per_iteration,
                                         pb.instructions_per_iteration))
                 prev = to
             for r in range(pb.reads):
-                parts.append(self._loop(loop_text + (pb.copies + r) * 256, prev if pb.copies else src, None, size,
-                                        pb.bytes_per_iteration, pb.instructions_per_iteration))
-        pu = spec.per_unit
+                parts.append(self._loop(loop_text + (pb.copies + r) * LOOP_SLOT, prev if pb.copies else src, None,
+                                        size, pb.bytes_per_iteration, pb.instructions_per_iteration))
         if pu is not None:
             units = pu.pages if pu.pages is not None else (math.ceil(size / pu.bytes) if size > 0 else 0)
             for u in range(units):
                 if pu.instructions:
-                    part = self._path(name, pu.instructions, text + (3 << 20), data + (2 << 20), 8.0, 0, u)
+                    part = self._path(name, pu.instructions, unit_text, unit_data, UNIT_DATA / 1024, 0, u)
                     target = (dst or self.kernel_buffer(k)) + (u * pu.bytes)
                     first_mem = int(np.flatnonzero((part["op"] == OP_LOAD) | (part["op"] == OP_STORE))[0])
                     part["addr"][first_mem] = np.uint64(target)
@@ -198,10 +242,12 @@ class OsCode:
             raise SimulatorInputError(f"primitive {name!r} has no instructions for size {size}")
         return self._assemble(parts)
 
-    def user_block(self, process: int, instructions: int, data_kb: float) -> InstrBlock:
-        """User-mode code of a process: a path without traps at the process's own text and data."""
-        text = USER_TEXT + (int(process) % 4096) * USER_STRIDE
-        return self._assemble([self._path("<user>", int(instructions), text, text + USER_DATA_OFFSET, data_kb, 0, 0)])
+    def user_block(self, program: int, process: int, instructions: int, data_kb: float) -> InstrBlock:
+        """User-mode code: a path without traps in the text of ``program`` (shared by the processes running
+        it: forked workers share their text pages) over the data of ``process`` (its own heap)."""
+        text = USER_TEXT + (int(program) % 64) * USER_STRIDE
+        data = USER_TEXT + (64 + int(process) % 4096) * USER_STRIDE
+        return self._assemble([self._path("<user>", int(instructions), text, data, data_kb, 0, 0)])
 
     def _assemble(self, parts: list[dict]) -> InstrBlock:
         n = sum(len(p["op"]) for p in parts)

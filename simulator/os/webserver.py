@@ -7,17 +7,29 @@ Timelines (SimPy processes, ``env`` first):
 * :func:`client` -- one SPECweb99 connection after another: a persistent connection (share
   ``persistent_share`` of the requests, 5-15 requests) or one request; each request waits for the
   request's bytes to cross the client's line, the server's work, and the response's bytes back at the
-  client's line speed (320-400 Kb/s), then the next request follows at once.
+  client's line speed (320-400 Kb/s), then the next request follows at once.  A client joins in the
+  middle of a transfer (:meth:`WebServer.residual_transfer`), so the request stream starts steady.
 * :func:`serve` -- a worker holds its connection (Apache 1.3: one connection per process); each
   request's steps (``webserver.toml``: kernel primitives, the server's and the CGI or FastCGI process's
-  user-mode work) run on the one CPU, a step at a time, in order: the core's caches, TLBs and
-  predictors carry over from whatever ran before, so requests interfere for real.  The worker then
+  user-mode work) run on the one CPU in order, a process's consecutive steps in one burst (it keeps the
+  CPU until it blocks on another process); bursts queue for the CPU in arrival order, and the core's
+  caches, TLBs and predictors carry over from whatever ran before, so requests interfere for real.  The worker then
   writes the response: it stays busy for the transfer at the client's line speed, the CPU does not.
 
-Outputs (contract 6): one row per request (arrival, start, end, type, bytes, primitives, CPU seconds)
-and the run's figures (throughput, latency percentiles, CPU utilisation), the "truss" of every request
-type -- its application vector, primitive by primitive -- and each primitive's mean cost as the server
-actually paid it (the system vector in context).
+The measurement (:func:`run_server`) counts requests when the server has *served* them (their last CPU
+step done), not when their last byte reaches the client: a window closed by the k-th completion would
+hold the short transfers and miss the long ones still on the wire (a 900 KB file at 360 Kb/s takes 20 s),
+biasing the mix towards small files.  The window opens when ``warmup_requests`` have been served and
+closes when ``requests`` more have; throughput, CPU utilisation and service demand (busy time over
+requests served, the operational law's D = B/C) are those of the window.  Then the clients stop issuing
+requests, requests not yet served are abandoned, and the measured ones finish their transfers, so
+every measured request has its latency.
+
+Outputs (contract 6): one row per request (arrival -- for a connection's first request, when the client
+asked to connect, so waiting for a free worker counts --, connected, start of service after the request's
+bytes crossed the line, served, end of the response's transfer, type, bytes, primitives, CPU seconds) and the run's figures (throughput, latency percentiles, CPU utilisation), the "truss" of every
+request type -- its application vector, primitive by primitive -- and each primitive's mean cost as the
+server actually paid it (the system vector in context).
 """
 
 from __future__ import annotations
@@ -31,13 +43,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import simpy
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.os.kernel import Kernel
-from whatif.simulator.os.primitives import OsCode, load_primitives
+from whatif.simulator.os.primitives import load_primitives
 from whatif.simulator.platform import Platform
-from whatif.simulator.schema import check_schema_version, format_validation_error, load_toml
+from whatif.simulator.schema import load_versioned
 
 WEBSERVER_FILE = Path(__file__).parent / "webserver.toml"
 SCHEMA_VERSION = 1
@@ -46,6 +58,9 @@ FILES_BASE = 0x0000_4000_0000            # the file set in the page cache: a fil
 FILE_STRIDE = 1 << 20
 PROCESS_SERVER, PROCESS_CHILD = 0, 2048  # user-process numbers: worker w is w, its CGI child 2048 + w
 FASTCGI_PROCESS = 4000
+PROGRAM_HTTPD, PROGRAM_CGI, PROGRAM_FASTCGI = 0, 1, 2   # user programs: their text is shared by their processes
+SKB_POOL = 8                             # socket buffers in circulation: the slab allocator reuses hot ones (LIFO)
+SATURATED = 0.95                         # CPU utilisation from which the server, not its clients, sets the pace
 USER_BUFFER = 0x0000_2000_0000           # a process's I/O buffer (16 MB apart)
 USER_BUFFER_STRIDE = 1 << 24
 _SIZE = re.compile(r"^(file|connect|\d+)(?:\+(\d+))?$")
@@ -57,7 +72,7 @@ class _Strict(BaseModel):
 
 class ServerSpec(_Strict):
     workers: PositiveInt = 64
-    user_data_kb: float = Field(default=96, ge=0)
+    user_data_kb: float = Field(default=24, ge=0)
 
 
 class ClientSpec(_Strict):
@@ -97,11 +112,7 @@ class WebServerSpec(_Strict):
 
 def load_webserver(path: str | Path = WEBSERVER_FILE) -> WebServerSpec:
     path = Path(path)
-    raw = load_toml(path)
-    try:
-        spec = WebServerSpec.model_validate(check_schema_version(raw, SCHEMA_VERSION, CHANGELOG))
-    except ValidationError as exc:
-        raise SimulatorInputError(format_validation_error(exc, str(path))) from None
+    spec = load_versioned(path, WebServerSpec, SCHEMA_VERSION, CHANGELOG)
     known = load_primitives()
     for tname, t in spec.types.items():
         for k, (prim, size, who) in enumerate(t.steps):
@@ -113,6 +124,13 @@ def load_webserver(path: str | Path = WEBSERVER_FILE) -> WebServerSpec:
             if who not in ("server", "child"):
                 raise SimulatorInputError(f"{where}: {who!r} must be 'server' or 'child'")
     return spec
+
+
+def with_line_speed(spec: WebServerSpec, line_kbit_s) -> WebServerSpec:
+    """The description with the clients' line speed replaced (None: as described)."""
+    if line_kbit_s is None:
+        return spec
+    return spec.model_copy(update={"clients": spec.clients.model_copy(update={"line_kbit_s": tuple(line_kbit_s)})})
 
 
 @dataclass
@@ -153,8 +171,9 @@ class WebServer:
         self.workers = simpy.Resource(env, capacity=workers or spec.server.workers)
         self.cpu = simpy.Resource(env, capacity=1)
         self.free_workers = list(range(workers or spec.server.workers))
-        self.rows: list[dict] = []
-        self.traces: list[dict[str, float]] = []          # per completed request: primitive -> calls or bytes
+        self.rows: list[dict] = []                         # per served request, in the order served
+        self.traces: list[dict[str, float]] = []          # per served request: primitive -> calls or bytes
+        self.closed = False                                # the window has closed: no new work
         self.cpu_busy = 0.0
         self.kbuf = 0
         f = spec.files
@@ -173,6 +192,24 @@ class WebServer:
         size = (j + 1) * f.class_base_bytes[c]
         index = (d * len(self.class_p) + c) * len(self.file_p) + j
         return t, size, FILES_BASE + index * FILE_STRIDE
+
+    def residual_transfer(self, rng: np.random.Generator) -> float:
+        """Seconds until a client joining a running benchmark asks for its next request: the rest of the
+        transfer it is in the middle of.  At a random instant a client is more likely to be inside a long
+        transfer than a short one (length-biased), at a uniform point of it.  Starting every client this
+        way starts the request stream in its steady state; starting them all at once would not settle
+        for as long as the longest transfer takes (a 900 KB file: 20 s at 360 Kb/s)."""
+        f, c = self.spec.files, self.spec.clients
+        sizes = np.outer(f.class_base_bytes, np.arange(1, len(self.file_p) + 1)).ravel() + c.request_bytes
+        p = np.outer(self.class_p, self.file_p).ravel() * sizes
+        nbytes = sizes[int(rng.choice(len(sizes), p=p / p.sum()))]
+        return float(rng.random() * nbytes / (rng.uniform(*c.line_kbit_s) * 1e3 / 8))
+
+    def socket_buffer(self) -> int:
+        """The kernel buffer a send copies into: the slab allocator hands out recently freed (cache-hot)
+        objects, so a handful circulate."""
+        self.kbuf = (self.kbuf + 1) % SKB_POOL
+        return self.kernel.code.kernel_buffer(4096 + self.kbuf)
 
     def run_on_cpu(self, work):
         """Hold the CPU for one step: ``work()`` runs it on the core and returns its cycles."""
@@ -195,46 +232,66 @@ def _size(expr: str, file_size: int, first: bool) -> int:
     return int(head) + plus
 
 
-def serve(env: simpy.Environment, server: WebServer, worker: int, rtype: str, size: int, faddr: int, first: bool):
-    """One request's steps on the CPU, in order; returns (CPU seconds, primitives executed, response bytes)."""
-    spec = server.spec.types[rtype]
-    kernel = server.kernel
-    per_byte = {n for n, s in kernel.code.specs.items() if s.unit == "byte"}
-    wbuf = USER_BUFFER + worker * USER_BUFFER_STRIDE
-    cbuf = USER_BUFFER + (PROCESS_CHILD + worker) * USER_BUFFER_STRIDE
-    cpu = 0.0
-    n_prims = 0
-    response = size
-    traced: dict[str, float] = {}
-    # the server's user-mode work (request parsing, handlers, logging)
-    cpu += yield from server.run_on_cpu(lambda: kernel.user(worker, spec.user_instructions,
-                                                            server.spec.server.user_data_kb))
-    child_done = spec.child_user_instructions == 0
-    for prim, expr, who in spec.steps:
+def _bursts(steps: list[tuple[str, str, str]], size: int, first: bool) -> list[tuple[str, list[tuple[str, int]]]]:
+    """A request's steps as CPU bursts: the consecutive steps of one process, (who, [(primitive, amount)])."""
+    out: list[tuple[str, list[tuple[str, int]]]] = []
+    for prim, expr, who in steps:
         amount = _size(expr, size, first)
         if amount == 0:
             continue
-        if who == "child" and not child_done:
-            process = FASTCGI_PROCESS if rtype == "fastcgi" else PROCESS_CHILD + worker
-            cpu += yield from server.run_on_cpu(lambda p=process: kernel.user(p, spec.child_user_instructions,
-                                                                                server.spec.server.user_data_kb))
-            child_done = True
-        if prim in per_byte:
-            src, dst = {"mmap_read": (faddr, 0), "file_read": (faddr, cbuf), "pipe_read": (cbuf, wbuf),
-                        "socket_rw": (cbuf, wbuf)}.get(prim, (faddr if rtype == "static" else wbuf,
-                                                            kernel.code.kernel_buffer(4096 + worker)))
-            calls = [(amount, src, dst)]
-            key_amount = amount
-            if prim == "tcp_transfer":
-                response = amount
-        else:
-            calls = [(0, 0, 0)] * amount
-            key_amount = amount
-        for nbytes, src, dst in calls:
-            cpu += yield from server.run_on_cpu(lambda p=prim, b=nbytes, s=src, d=dst: kernel.call(p, b, s, d))
-            n_prims += 1
-        traced[prim] = traced.get(prim, 0) + key_amount
-    return cpu, n_prims, response, traced
+        if not out or out[-1][0] != who:
+            out.append((who, []))
+        out[-1][1].append((prim, amount))
+    return out
+
+
+def serve(env: simpy.Environment, server: WebServer, worker: int, rtype: str, size: int, faddr: int, first: bool):
+    """One request on the CPU, burst by burst; returns (CPU seconds, kernel CPU seconds, primitives executed,
+    response bytes, the request's truss), or None if the measurement closed first.
+
+    A process keeps the CPU until it blocks (Apache 1.3 and the kernel switch processes when one waits,
+    not between its system calls), and here it blocks where the work passes to another process: the
+    server forks or connects to the CGI or FastCGI process and waits for its output, which that process
+    computes in a burst of its own.  Between bursts, other requests' bursts run in arrival order."""
+    spec = server.spec.types[rtype]
+    kernel = server.kernel
+    data_kb = server.spec.server.user_data_kb
+    wbuf = USER_BUFFER + worker * USER_BUFFER_STRIDE
+    cbuf = USER_BUFFER + (PROCESS_CHILD + worker) * USER_BUFFER_STRIDE
+    child = (PROGRAM_FASTCGI, FASTCGI_PROCESS) if rtype == "fastcgi" else (PROGRAM_CGI, PROCESS_CHILD + worker)
+    done = {"cpu": 0.0, "kernel_cycles": 0, "primitives": 0, "response": size, "user": set()}
+    traced: dict[str, float] = {}
+
+    def run(who: str, steps: list[tuple[str, int]]) -> int:
+        cycles = 0
+        if who not in done["user"]:      # the process's user-mode work: request parsing and handlers, or the page
+            done["user"].add(who)
+            n = spec.user_instructions if who == "server" else spec.child_user_instructions
+            program, process = (PROGRAM_HTTPD, worker) if who == "server" else child
+            cycles += kernel.user(program, process, n, data_kb) if n else 0
+        for prim, amount in steps:
+            if kernel.code.spec(prim).unit == "byte":
+                src, dst = {"mmap_read": (faddr, 0), "file_read": (faddr, cbuf), "pipe_read": (cbuf, wbuf),
+                            "socket_rw": (cbuf, wbuf)}.get(prim, (faddr if rtype == "static" else wbuf,
+                                                                server.socket_buffer()))
+                calls = [(amount, src, dst)]
+                if prim == "tcp_transfer":
+                    done["response"] = amount
+            else:
+                calls = [(0, 0, 0)] * amount
+            for nbytes, src, dst in calls:
+                c = kernel.call(prim, nbytes, src, dst)
+                cycles += c
+                done["kernel_cycles"] += c
+                done["primitives"] += 1
+            traced[prim] = traced.get(prim, 0) + amount
+        return cycles
+
+    for who, steps in _bursts(spec.steps, size, first):
+        if server.closed:
+            return None                                   # abandoned: the measurement is over
+        done["cpu"] += yield from server.run_on_cpu(lambda w=who, st=steps: run(w, st))
+    return done["cpu"], kernel.seconds(done["kernel_cycles"]), done["primitives"], done["response"], traced
 
 
 def client(env: simpy.Environment, server: WebServer, cid: int, log: list | None = None):
@@ -246,24 +303,34 @@ def client(env: simpy.Environment, server: WebServer, cid: int, log: list | None
     # per connection: persistent with the probability that gives persistent_share of the requests
     h = c.persistent_share
     q = h / (h + (1 - h) * mean_k) if h < 1 else 1.0
+    yield env.timeout(server.residual_transfer(rng))
     while True:
         line = rng.uniform(*c.line_kbit_s) * 1e3 / 8           # bytes per second
         n = int(rng.integers(lo, hi + 1)) if rng.random() < q else 1
+        asked = env.now                                          # the connection attempt: the listen queue
         with server.workers.request() as req:
             yield req
             worker = server.free_workers.pop()
             try:
                 for k in range(n):
+                    if server.closed:
+                        return
                     rtype, size, faddr = server.pick_request()
-                    arrival = env.now
+                    arrival, connected = (asked if k == 0 else env.now), env.now
                     yield env.timeout(c.request_bytes / line)
                     start = env.now
-                    cpu, prims, response, traced = yield from serve(env, server, worker, rtype, size, faddr, k == 0)
-                    yield env.timeout(response / line)             # the worker writes at the line's pace
-                    server.rows.append({"client": cid, "worker": worker, "type": rtype, "bytes": size,
-                                        "new_connection": k == 0, "arrival": arrival, "start": start,
-                                        "end": env.now, "cpu_seconds": cpu, "primitives": prims})
+                    done = yield from serve(env, server, worker, rtype, size, faddr, k == 0)
+                    if done is None:
+                        return
+                    cpu, kcpu, prims, response, traced = done
+                    row = {"client": cid, "worker": worker, "type": rtype, "bytes": size, "new_connection": k == 0,
+                           "arrival": arrival, "connected": connected, "start": start, "served": env.now,
+                           "end": math.nan,
+                           "cpu_seconds": cpu, "kernel_seconds": kcpu, "primitives": prims}
+                    server.rows.append(row)
                     server.traces.append(traced)
+                    yield env.timeout(response / line)             # the worker writes at the line's pace
+                    row["end"] = env.now
                     if log is not None:
                         log.append((f"client{cid}", rtype, round(arrival, 9), round(env.now, 9)))
             finally:
@@ -273,8 +340,8 @@ def client(env: simpy.Environment, server: WebServer, cid: int, log: list | None
 def run_server(platform: Platform, mix: dict[str, float], clients: int, requests: int, *, warmup_requests: int = 0,
                workers: int | None = None, seed: int = 0, spec: WebServerSpec | None = None,
                kernel: Kernel | None = None, log: list | None = None) -> ServerRun:
-    """Serve until ``warmup_requests + requests`` have completed; the figures cover the last ``requests``
-    (from the time the warm-up ended)."""
+    """Serve until ``warmup_requests + requests`` have been served; the figures cover the last ``requests``
+    (from the time the warm-up's last request was served), whose transfers then complete."""
     if clients < 1:
         raise SimulatorInputError(f"clients: must be >= 1, got {clients}")
     if requests < 1:
@@ -293,20 +360,25 @@ def run_server(platform: Platform, mix: dict[str, float], clients: int, requests
             server.kernel.cycles_by_primitive.clear()
             server.kernel.bytes_by_primitive.clear()
         env.step()
-    rows = pd.DataFrame(server.rows[warmup_requests:total])
     window = max(env.now - marks["start"], 1e-12)
+    busy = server.cpu_busy - marks["busy"]
+    in_context = _in_context(server.kernel)
+    server.closed = True
+    env.run()                                             # the measured requests' transfers complete
+    rows = pd.DataFrame(server.rows[warmup_requests:total])
     latency = rows["end"] - rows["arrival"]
     summary = {
         "platform": platform.name, "clients": clients, "workers": server.workers.capacity, "mix": dict(mix),
         "requests": len(rows), "seconds": window, "throughput": len(rows) / window,
         "latency_p50": float(latency.quantile(0.5)), "latency_p95": float(latency.quantile(0.95)),
         "latency_p99": float(latency.quantile(0.99)), "latency_mean": float(latency.mean()),
-        "cpu_utilisation": (server.cpu_busy - marks["busy"]) / window,
+        "cpu_utilisation": busy / window,
+        "service_demand_s": busy / len(rows),
         "cpu_seconds_per_request": float(rows["cpu_seconds"].mean()),
+        "kernel_seconds_per_request": float(rows["kernel_seconds"].mean()),
         "mean_bytes": float(rows["bytes"].mean()),
     }
     truss = _truss(rows, server.traces[warmup_requests:total])
-    in_context = _in_context(server.kernel)
     return ServerRun(requests=rows, truss=truss, in_context=in_context, summary=summary, log=log or [])
 
 
