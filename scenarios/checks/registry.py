@@ -22,6 +22,7 @@ CHECK_MODULES: list[str] = [
     "whatif.scenarios.checks.flowgsp",
     "whatif.scenarios.checks.flowgsp_agi",
     "whatif.scenarios.checks.gc",
+    "whatif.scenarios.checks.os",
 ]
 
 
