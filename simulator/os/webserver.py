@@ -13,8 +13,9 @@ Timelines (SimPy processes, ``env`` first):
   request's steps (``webserver.toml``: kernel primitives, the server's and the CGI or FastCGI process's
   user-mode work) run on the one CPU in order, a process's consecutive steps in one burst (it keeps the
   CPU until it blocks on another process); bursts queue for the CPU in arrival order, and the core's
-  caches, TLBs and predictors carry over from whatever ran before, so requests interfere for real.  The worker then
-  writes the response: it stays busy for the transfer at the client's line speed, the CPU does not.
+  caches, TLBs and predictors carry over from whatever ran before, so requests interfere for real.
+  The worker then writes the response: it stays busy for the transfer at the client's line speed, the
+  CPU does not.
 
 The measurement (:func:`run_server`) counts requests when the server has *served* them (their last CPU
 step done), not when their last byte reaches the client: a window closed by the k-th completion would
@@ -27,7 +28,8 @@ every measured request has its latency.
 
 Outputs (contract 6): one row per request (arrival -- for a connection's first request, when the client
 asked to connect, so waiting for a free worker counts --, connected, start of service after the request's
-bytes crossed the line, served, end of the response's transfer, type, bytes, primitives, CPU seconds) and the run's figures (throughput, latency percentiles, CPU utilisation), the "truss" of every
+bytes crossed the line, served, end of the response's transfer, type, bytes, primitives, CPU seconds)
+and the run's figures (throughput, latency percentiles, CPU utilisation), the "truss" of every
 request type -- its application vector, primitive by primitive -- and each primitive's mean cost as the
 server actually paid it (the system vector in context).
 """
