@@ -316,7 +316,7 @@ def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
     if as_json:
         echo_json(done.output.results)
     else:
-        table = runner.headline_table(done.output.headline)
+        table = runner.headline_table(done.output.headline, done.output.headline_absolute)
         if table is not None:
             from rich.console import Console
             from rich.table import Table

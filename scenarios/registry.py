@@ -44,6 +44,7 @@ class StudyOutput:
     rates: dict[str, float] = field(default_factory=dict)
     parameters: dict[str, Any] = field(default_factory=dict)
     headline: pd.DataFrame | None = None                              # columns metric, variant, value
+    headline_absolute: tuple[str, ...] = ()                           # metrics with no Δ% (errors, shares)
     files: dict[str, bytes] = field(default_factory=dict)             # other files of the run, by name
 
 

@@ -65,7 +65,7 @@ def run_scenario_file(path: str | Path, out: str | Path | None = None, seed: int
 
 
 def _report(rep, output: StudyOutput) -> None:
-    table = headline_table(output.headline)
+    table = headline_table(output.headline, output.headline_absolute)
     if table is not None:
         rep.heading("Headline")
         rep.table(table, caption="Variants side by side (Δ%: against the first variant)")
@@ -73,9 +73,10 @@ def _report(rep, output: StudyOutput) -> None:
         output.report(rep)
 
 
-def headline_table(headline: pd.DataFrame | None) -> pd.DataFrame | None:
+def headline_table(headline: pd.DataFrame | None, absolute: tuple[str, ...] = ()) -> pd.DataFrame | None:
     """The long headline (metric, variant, value) as one row per metric, one column per variant, and for
-    every other variant its change against the first (the baseline) in percent."""
+    every other variant its change against the first (the baseline) in percent -- but for the
+    ``absolute`` metrics (errors, percentages), whose change in percent means nothing."""
     if headline is None or len(headline) == 0:
         return None
     variants = list(dict.fromkeys(headline["variant"]))
@@ -85,4 +86,5 @@ def headline_table(headline: pd.DataFrame | None) -> pd.DataFrame | None:
     for v in variants[1:]:
         ref = wide[base].where(wide[base] != 0)
         wide[f"Δ% {v}"] = 100.0 * (wide[v] - wide[base]) / ref.abs()
+    wide.loc[wide.index.isin(absolute), [f"Δ% {v}" for v in variants[1:]]] = float("nan")
     return wide.reset_index()

@@ -25,6 +25,15 @@ def test_headline_table_puts_variants_side_by_side_with_deltas():
     assert np.isnan(wide["Δ% big"].iloc[2])                                  # no change against nothing
 
 
+def test_absolute_metrics_get_no_delta():
+    """An error in percent, or a speed already normalised to the baseline, changes by nothing meaningful."""
+    long = pd.DataFrame({"metric": ["throughput", "throughput", "error (%)", "error (%)"],
+                         "variant": ["a", "b", "a", "b"], "value": [100.0, 150.0, -3.0, 6.0]})
+    wide = headline_table(long, absolute=("error (%)",))
+    assert wide["Δ% b"].iloc[0] == 50.0 and np.isnan(wide["Δ% b"].iloc[1])
+    assert wide["b"].tolist() == [150.0, 6.0]
+
+
 def test_run_prints_the_variants_side_by_side_and_the_report_path(tmp_path):
     scenario = tmp_path / "tiny.toml"
     scenario.write_text(SMALL_SCENARIO)

@@ -36,7 +36,8 @@ def test_every_shipped_scenario_loads_and_plans(path):
 
 def test_every_study_kind_declares_typed_sections():
     kinds = study_kinds()
-    assert {"cachesim", "flowgsp", "simulate", "hbench-gc", "regression", "similarity"} <= set(kinds)
+    assert {"cachesim", "capacity", "flowgsp", "simulate", "hbench-gc", "hbench-os", "regression",
+            "similarity"} <= set(kinds)
     for name, kind in kinds.items():
         assert issubclass(kind, StudyKind) and kind.name == name
         assert kind.run is not StudyKind.run, name
@@ -111,7 +112,8 @@ def test_a_regression_that_cannot_fit_fails_at_load_not_after_simulating(tmp_pat
 def test_an_unknown_study_kind_lists_the_known_ones(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('schema_version = 1\nname = "s"\nstudy = "nope"\nplatforms = ["mpc7447a"]\n')
-    with pytest.raises(ScenarioError, match="unknown study kind 'nope'; known: cachesim, flowgsp, hbench-gc, regression"):
+    with pytest.raises(ScenarioError, match="unknown study kind 'nope'; known: cachesim, capacity, flowgsp, "
+                                            "hbench-gc, hbench-os, regression"):
         load_study(path)
 
 

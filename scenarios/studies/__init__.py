@@ -5,4 +5,5 @@ Studies never import each other or the command glue; what both need lives in ``r
 """
 
 # importing a study module registers its kind (whatif.scenarios.registry.register_study)
-from whatif.scenarios.studies import cachesim, flowgsp, hbench_gc, regression, similarity, simulate  # noqa: E402,F401
+from whatif.scenarios.studies import (cachesim, capacity, flowgsp, hbench_gc, hbench_os, regression,  # noqa: F401
+                                      similarity, simulate)

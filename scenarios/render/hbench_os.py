@@ -1,0 +1,79 @@
+"""HBench:OS study results -> figures (Figures 6-1 and 6-2 analogues) and report sections."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from whatif.scenarios.results.report import Report
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def speed_figure(throughputs: pd.DataFrame, reference: str):
+    """Figure 6-1: throughputs normalised to the reference platform, predicted beside simulated."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    x = np.arange(len(throughputs))
+    ax.bar(x - 0.2, throughputs["predicted_speed"], 0.4, label="predicted (vectors)")
+    ax.bar(x + 0.2, throughputs["simulated_speed"], 0.4, label="simulated server")
+    ax.set_xticks(x, throughputs["platform"])
+    ax.set_ylabel(f"throughput relative to {reference}")
+    ax.legend(fontsize=8)
+    ax.set_title("Static requests: normalised throughputs")
+    return fig
+
+
+def speedup_figure(speedups: pd.DataFrame):
+    """Figure 6-2: CGI -> FastCGI speedups, predicted r and r' beside the simulated."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for label, g in speedups.groupby("platform"):
+        x = 100 * g["dynamic"].to_numpy()
+        ax.plot(x, g["simulated"], "ko-", label=f"simulated ({label})")
+        ax.plot(x, g["r"], "s--", label=f"r ({label})")
+        for col in [c for c in g.columns if c.startswith("r_prime_") and not c.endswith("_pct")]:
+            ax.plot(x, g[col], "^:", label=f"r' u/s1={col[len('r_prime_'):]} ({label})")
+    ax.set_xlabel("dynamic requests (%)")
+    ax.set_ylabel("speedup CGI -> FastCGI")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def add_report(rep: Report, results: dict, tables: dict[str, pd.DataFrame], fig_speed: bytes,
+               fig_speedup: bytes | None) -> None:
+    rank = results["ranking"]
+    rep.heading("Ranking (Figure 6-1)")
+    rep.paragraph(f"Predicted order {', '.join(rank['predicted'])}; simulated {', '.join(rank['simulated'])}; "
+                  f"{rank['pairs_agree']} of {rank['pairs']} platform pairs agree (Kendall τ "
+                  f"{rank['kendall_tau']:.2f}).  Predicted: the static application vector of the reference's "
+                  f"server laid over each platform's microbenchmarked system vector (kernel time only, as the "
+                  f"seed); simulated: the server's saturated throughput.")
+    if results.get("unsaturated"):
+        rep.paragraph("Not saturated (CPU utilisation below 0.95), so their throughput is the clients' and not the "
+                      f"server's: {', '.join(results['unsaturated'])}.  Add clients or faster lines.")
+    rep.table(tables["throughputs"])
+    rep.figure(fig_speed, "Throughputs normalised to the reference: predicted from the vectors, simulated")
+    if len(tables["speedups"]):
+        rep.heading("CGI -> FastCGI (Figure 6-2, §6.3.3.3)")
+        rep.table(tables["speedups"])
+        if fig_speedup is not None:
+            rep.figure(fig_speedup, "Speedups: simulated, r = s1/s2, r' with user time")
+    rep.heading("Breakdowns (Tables 6-2..6-5 analogues)")
+    for (platform, request), g in tables["breakdown"].groupby(["platform", "request"], sort=False):
+        rep.table(g.drop(columns=["platform", "request"]), caption=f"{request} on {platform}")
+    rep.heading("Context independence (§3.1.1.2)")
+    if len(tables["type_errors"]):
+        rep.paragraph("Each request type's kernel time per request predicted from the microbenchmarks (its truss "
+                      "· the system vector) against the kernel time the server spent on it.")
+        rep.table(tables["type_errors"])
+    rep.paragraph("Each primitive's cost in a loop of itself (the microbenchmark) against what the server paid for "
+                  "it in the static runs, with other requests' code and data in the caches.")
+    rep.table(tables["context"])

@@ -1,0 +1,228 @@
+"""Study kind ``capacity``: capacity planning on the simulated web server.
+
+For each run (platform under a variant) and each what-if of ``[[capacity.what_if]]`` (another platform,
+platform overrides such as a larger L2, a primitive made k times cheaper, another request mix -- FastCGI
+instead of CGI), the server (:mod:`simulator.os.webserver`) is driven at every offered load of
+``clients``: throughput, p50/p95/p99 latency and CPU utilisation per load.  From the curves: the
+saturation throughput, the largest load whose p95 meets ``p95_objective_s``, and,
+at ``objective_clients``, the fewest of ``worker_counts`` workers that meet it.
+
+The planner's cross-check (operational laws, MVA): the CPU demand per request D and the rest of a
+request's cycle Z (its bytes on the client's line) come from the lowest load's run -- D as each request
+type's mean CPU time weighted by the mix (a multi-class demand, free of the window's draw of types); the
+throughput bound is 1/D, the knee N* = (D + Z)/D, and exact MVA for one queueing centre (the CPU, D) and
+one delay centre (Z) gives the throughput expected at every load.  The curves' ``demand_us`` is the
+operational D = B/C of each load's window (CPU busy time over requests served): where it moves with the
+load, the requests' interference in the caches did.
+
+``results.json``::
+
+    {"runs": {label: {"curve": [{clients, throughput, latency_p50, latency_p95, latency_p99,
+                                 cpu_utilisation}], "saturation_throughput", "bound_throughput",
+                      "saturated_loads", "peak_throughput", "saturation_vs_bound_pct", "demand_us",
+                      "demand_at_saturation_us", "think_s", "knee_clients", "max_clients_within_objective",
+                      "workers_needed", "sizing": [{workers, latency_p95}], "what_if"}},
+     "what_if": [{"run", "what_if", "saturation_throughput", "peak_throughput", "bound_throughput",
+                  "capacity_change_pct", "demand_us", "max_clients_within_objective"}],
+     "objective_s": x, "objective_clients": n}
+
+The saturation throughput is the mean throughput of the loads that keep the CPU busy (utilisation >=
+0.95), None where no load of the sweep does; a what-if's capacity change compares saturation
+throughputs, or the bounds 1/D where a run did not saturate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
+from whatif.scenarios.render.capacity import add_report, curve_figure
+from whatif.scenarios.results.progress import progress_bar
+from whatif.scenarios.results.report import figure_png
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import isa_for
+from whatif.simulator.os.kernel import Kernel
+from whatif.simulator.os.primitives import OsCode, scaled_primitives
+from whatif.simulator.os.webserver import SATURATED, Mix, load_webserver, run_server, with_line_speed
+from whatif.simulator.platform import load_platform
+
+
+
+class WhatIf(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    platform: str | None = None                      # another platform
+    set: dict[str, object] = {}                      # platform overrides
+    primitive_scale: dict[str, float] = {}           # primitive -> k
+    mix: dict[str, float] | None = None              # another request mix
+
+
+class CapacitySpec(BaseModel):
+    """The ``[capacity]`` table."""
+    model_config = ConfigDict(extra="forbid")
+    clients: list[PositiveInt] = Field(min_length=2)
+    workers: PositiveInt | None = None               # default: the largest load
+    mix: dict[str, float] = {"static": 1.0}
+    line_kbit_s: tuple[float, float] | None = None
+    requests: PositiveInt = 2000
+    warmup_requests: int | None = Field(default=None, ge=0)   # default: 2 x clients (the queue builds up)
+    p95_objective_s: float = Field(gt=0)
+    objective_clients: PositiveInt | None = None
+    worker_counts: list[PositiveInt] = []
+    what_if: list[WhatIf] = []
+
+    @model_validator(mode="after")
+    def _check(self) -> "CapacitySpec":
+        if sorted(set(self.clients)) != list(self.clients):
+            raise ValueError(f"clients must increase, got {self.clients}")
+        if self.worker_counts and self.objective_clients is None:
+            raise ValueError("worker_counts needs objective_clients (the load to size the pool for)")
+        names = [w.name for w in self.what_if]
+        if len(set(names)) != len(names):
+            raise ValueError(f"what_if names must differ, got {names}")
+        return self
+
+
+def capacity_task(item: dict, shared: dict, progress=None) -> dict:
+    """One server run (module level for pool and Dask workers): the run's figures and the delay a request
+    spends away from the CPU and the listen queue (its bytes on the lines: the MVA's delay centre)."""
+    platform = load_platform(item["platform"], item["overrides"])
+    kernel = None
+    if item["scale"]:
+        kernel = Kernel(platform, seed=item["seed"],
+                        code=OsCode(isa_for(platform.isa), scaled_primitives(item["scale"])))
+    run = run_server(platform, item["mix"], item["clients"], shared["requests"],
+                     warmup_requests=item["warmup"], workers=item["workers"], seed=item["seed"],
+                     spec=with_line_speed(load_webserver(), shared["line"]), kernel=kernel)
+    if progress is not None:
+        progress(1)
+    r = run.requests
+    return {"summary": run.summary, "think_s": float(((r.start - r.connected) + (r.end - r.served)).mean()),
+            "type_demand_s": r.groupby("type")["cpu_seconds"].mean().to_dict()}
+
+
+def mva(demand: float, think: float, n_max: int) -> np.ndarray:
+    """Exact MVA, one queueing centre (demand D) and one delay centre (Z): throughput for 1..n_max."""
+    q, out = 0.0, np.zeros(n_max)
+    for n in range(1, n_max + 1):
+        r = demand * (1 + q)
+        x = n / (r + think)
+        q = x * r
+        out[n - 1] = x
+    return out
+
+
+@register_study
+class CapacityStudy(StudyKind):
+    name = "capacity"
+    sections = {"capacity": CapacitySpec}
+    required_sections = ("capacity",)
+
+    def check(self) -> None:
+        spec = self.spec["capacity"]
+        server = load_webserver()
+        try:
+            Mix(dict(spec.mix)).check(server, "capacity.mix")
+            for w in spec.what_if:
+                if w.mix is not None:
+                    Mix(dict(w.mix)).check(server, f"capacity.what_if.{w.name}.mix")
+                if w.primitive_scale:
+                    scaled_primitives(w.primitive_scale)
+                load_platform(w.platform or self.scenario.platforms[0],
+                              tuple((k.removeprefix("platform."), v) for k, v in w.set.items()))
+        except SimulatorInputError as exc:
+            raise self.fail("capacity", str(exc)) from None
+
+    def run(self, ctx) -> StudyOutput:
+        spec = self.spec["capacity"]
+        workers = spec.workers or max(spec.clients)
+        cases = []                       # (label, what-if name or None, platform, overrides, scale, mix)
+        for run in ctx.runs:
+            cases.append((run.id, None, run.platform, list(run.overrides), {}, dict(spec.mix), run.seed))
+            for w in spec.what_if:
+                overrides = list(run.overrides) + [(k.removeprefix("platform."), v) for k, v in w.set.items()]
+                cases.append((f"{run.id} / {w.name}", w.name, w.platform or run.platform,
+                              overrides if w.platform is None else [(k.removeprefix("platform."), v)
+                                                                    for k, v in w.set.items()],
+                              dict(w.primitive_scale), dict(w.mix or spec.mix), run.seed))
+        items = []
+        for label, what, platform, overrides, scale, mix, seed in cases:
+            for n in spec.clients:
+                items.append({"label": label, "platform": platform, "overrides": overrides, "scale": scale,
+                              "mix": mix, "clients": n, "workers": workers, "seed": seed, "sizing": False,
+                              "warmup": spec.warmup_requests if spec.warmup_requests is not None else 2 * n})
+            if what is None and spec.worker_counts:
+                for wk in spec.worker_counts:
+                    n = spec.objective_clients
+                    items.append({"label": label, "platform": platform, "overrides": overrides, "scale": scale,
+                                  "mix": mix, "clients": n, "workers": wk, "seed": seed, "sizing": True,
+                                  "warmup": spec.warmup_requests if spec.warmup_requests is not None else 2 * n})
+        shared = {"requests": spec.requests, "line": spec.line_kbit_s}
+        with progress_bar(len(items), "capacity", enabled=ctx.progress) as advance:
+            outs = ctx.executor.map(capacity_task, items, shared=shared, progress=advance, units=1, workers=2)
+        return self._analyse(spec, cases, items, outs)
+
+    def _analyse(self, spec: CapacitySpec, cases, items, outs) -> StudyOutput:
+        runs, curves = {}, []
+        for label, what, *_ in cases:
+            mine = [(i, o) for i, o in zip(items, outs) if i["label"] == label and not i["sizing"]]
+            curve = pd.DataFrame([{"clients": i["clients"], **{k: o["summary"][k] for k in (
+                "throughput", "latency_p50", "latency_p95", "latency_p99", "cpu_utilisation")},
+                "demand_us": 1e6 * o["summary"]["service_demand_s"], "think_s": o["think_s"]} for i, o in mine])
+            # the planner measures D and Z at light load and predicts the rest (operational laws, MVA); D is
+            # the request types' demands weighted by the mix (multi-class), not the window's draw of types
+            light, mix = mine[0][1], {t: v for t, v in mine[0][0]["mix"].items() if v}
+            demand = (sum(v * light["type_demand_s"][t] for t, v in mix.items())
+                      if set(mix) <= set(light["type_demand_s"]) else light["summary"]["service_demand_s"])
+            think = curve.think_s.iloc[0]
+            model = mva(demand, think, max(spec.clients))
+            curve["mva_throughput"] = [model[n - 1] for n in curve.clients]
+            curve["bound_throughput"] = np.minimum(curve.clients / (demand + think), 1 / demand)
+            within = curve[curve.latency_p95 <= spec.p95_objective_s].clients
+            sizing = [(i["workers"], o["summary"]["latency_p95"]) for i, o in zip(items, outs)
+                      if i["label"] == label and i["sizing"]]
+            enough = [w for w, p95 in sorted(sizing) if p95 <= spec.p95_objective_s]
+            plateau = curve[curve.cpu_utilisation >= SATURATED]
+            saturation = float(plateau.throughput.mean()) if len(plateau) else None
+            runs[label] = {"curve": curve.to_dict(orient="records"), "what_if": what,
+                           "saturation_throughput": saturation, "saturated_loads": plateau.clients.tolist(),
+                           "peak_throughput": float(curve.throughput.max()),
+                           "bound_throughput": 1 / demand,
+                           "saturation_vs_bound_pct": 100 * (saturation * demand - 1) if saturation else None,
+                           "demand_us": 1e6 * demand,
+                           "demand_at_saturation_us": float(plateau.demand_us.mean()) if len(plateau) else None,
+                           "think_s": think, "knee_clients": (demand + think) / demand,
+                           "max_clients_within_objective": int(within.max()) if len(within) else None,
+                           "workers_needed": enough[0] if enough else None,
+                           "sizing": [{"workers": w, "latency_p95": p} for w, p in sizing]}
+            curves.append(curve.assign(run=label))
+        base_of = {label: label.split(" / ")[0] for label, *_ in cases}
+        what_rows = []
+        for label, what, *_ in cases:
+            base, r = runs[base_of[label]], runs[label]
+            capacity = r["saturation_throughput"] or r["bound_throughput"]
+            base_capacity = base["saturation_throughput"] or base["bound_throughput"]
+            what_rows.append({"run": label, "what_if": what or "(baseline)",
+                              "saturation_throughput": r["saturation_throughput"],
+                              "peak_throughput": r["peak_throughput"], "bound_throughput": r["bound_throughput"],
+                              "capacity_change_pct": 100 * (capacity / base_capacity - 1), "demand_us": r["demand_us"],
+                              "max_clients_within_objective": r["max_clients_within_objective"]})
+        what_table = pd.DataFrame(what_rows)
+        curves_df = pd.concat(curves, ignore_index=True)
+        fig = figure_png(curve_figure(curves_df, spec.p95_objective_s))
+        results = {"runs": runs, "what_if": what_rows, "objective_s": spec.p95_objective_s,
+                   "objective_clients": spec.objective_clients}
+        headline = pd.DataFrame([{"metric": m, "variant": r["run"], "value": v} for r in what_rows for m, v in (
+            ("saturation throughput (req/s)", r["saturation_throughput"] or float("nan")),
+            ("peak throughput measured (req/s)", r["peak_throughput"]),
+            ("bound 1/D at light load (req/s)", r["bound_throughput"]),
+            ("saturation vs bound (%)", runs[r["run"]]["saturation_vs_bound_pct"] or float("nan")),
+            ("CPU demand per request D (µs)", r["demand_us"]),
+            (f"most clients with p95 <= {spec.p95_objective_s:g} s", r["max_clients_within_objective"]))])
+        return StudyOutput(results=results, tables={"curves": curves_df, "what_if": what_table},
+                           figures={"curves": (fig, "Throughput and latency against offered load")},
+                           headline=headline, headline_absolute=("saturation vs bound (%)",),
+                           parameters={"capacity": spec.model_dump()},
+                           report=lambda rep: add_report(rep, results, curves_df, what_table, fig))

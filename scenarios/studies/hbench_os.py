@@ -1,0 +1,258 @@
+"""Study kind ``hbench-os``: HBench:OS (seed 003 ch. 6) against a simulated web server.
+
+Per platform of the scenario (under each variant): the HBench:OS microbenchmarks give the system vector
+(:mod:`simulator.os.microbench`); the SimPy web server (:mod:`simulator.os.webserver`) serves static
+requests at saturation -- its throughput is the ground truth -- and a truss of it gives the application
+vector.  As in Figure 6-1, one application vector (the static truss on the reference platform) is laid
+over every system vector (:mod:`models.hbench.vectors`): the predicted speeds, normalised to the
+reference, against the simulated throughputs normalised the same way.  Each platform's own truss against
+the kernel time its server actually spent per request measures the vector model's context independence
+(§3.1.1.2): microbenchmarks run in warm loops, the server's primitives find other requests' code and
+data in the caches.  On the ``speedup_platforms`` the server also serves mixes with ``dynamic_shares`` of
+CGI and of FastCGI requests: the simulated speedup of switching CGI to FastCGI is the ratio of the
+saturated throughputs, the predicted one is r = s1/s2 and r' with each ``user_over_s1`` and with the
+server's measured user share (§6.3.3.3, Figure 6-2).
+
+``results.json``::
+
+    {"platforms": {p: {"predicted_us", "predicted_speed", "simulated_throughput", "simulated_speed",
+                       "speed_error_pct", "cpu_utilisation", "cpu_us_per_request", "kernel_us_in_server",
+                       "own_truss_predicted_us", "context_error_pct", "user_share"}},
+     "reference": p, "unsaturated": [p...],
+     "ranking": {"predicted": [...], "simulated": [...], "pairs_agree": k, "pairs": n, "kendall_tau": t},
+     "speedups": [{"platform", "dynamic", "s1_us", "s2_us", "simulated", "r", "r_error_pct",
+                   "r_prime_<u>", "r_prime_<u>_error_pct", "measured_user_over_s1", "r_prime_measured",
+                   "r_prime_measured_error_pct"}],
+     "type_errors": [{"platform", "request", "predicted_us", "in_server_us", "error_pct"}],
+     "context": [{"platform", "primitive", "unit", "microbenchmark", "in_server", "error_pct"}]}
+
+Tables: ``system_vectors``, ``application_vectors`` (every truss), ``breakdown`` (Tables 6-2..6-5
+analogues), ``throughputs``, ``speedups``, ``type_errors``, ``context``, ``requests`` (every measured
+request of every server run).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from scipy.stats import kendalltau
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from whatif.models.hbench.vectors import VectorModel, speedup
+from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
+from whatif.scenarios.render.hbench_os import add_report, speed_figure, speedup_figure
+from whatif.scenarios.results.progress import progress_bar
+from whatif.scenarios.results.report import figure_png
+from whatif.simulator.os.microbench import MicrobenchSettings, system_vector
+from whatif.simulator.os.webserver import SATURATED, load_webserver, run_server, with_line_speed
+from whatif.simulator.platform import load_platform
+
+
+
+class HbenchOsSpec(BaseModel):
+    """The ``[hbench-os]`` table."""
+    model_config = ConfigDict(extra="forbid")
+    clients: PositiveInt = 400
+    workers: PositiveInt | None = None               # default: one per client
+    line_kbit_s: tuple[float, float] | None = None   # default: the server description's SPECweb99 320-400 Kb/s
+    requests: PositiveInt = 3000
+    warmup_requests: int | None = Field(default=None, ge=0)   # default: 2 x clients
+    dynamic_shares: list[float] = [0.05, 0.15, 0.30]
+    speedup_platforms: list[str] | None = None       # default: the first platform
+    user_over_s1: list[float] = [0.11, 0.18]
+    microbench_repetitions: PositiveInt = 5
+    microbench_min_ticks: PositiveInt = 100
+
+    @model_validator(mode="after")
+    def _check(self) -> "HbenchOsSpec":
+        if any(not 0 < d < 1 for d in self.dynamic_shares):
+            raise ValueError(f"dynamic_shares must lie in (0, 1), got {self.dynamic_shares}")
+        if any(u < 0 for u in self.user_over_s1):
+            raise ValueError(f"user_over_s1 must be >= 0, got {self.user_over_s1}")
+        if self.line_kbit_s is not None and not 0 < self.line_kbit_s[0] <= self.line_kbit_s[1]:
+            raise ValueError(f"line_kbit_s must be [low, high] with 0 < low <= high, got {list(self.line_kbit_s)}")
+        return self
+
+
+def hbench_os_task(item: dict, shared: dict, progress=None) -> dict:
+    """One piece of work (module level for pool and Dask workers): a platform's microbenchmarks, or one
+    server run of a mix."""
+    platform = load_platform(item["platform"], item["overrides"])
+    if item["kind"] == "vector":
+        out = {"vector": system_vector(platform, settings=MicrobenchSettings(
+            repetitions=shared["repetitions"], min_ticks=shared["min_ticks"]), seed=item["seed"])}
+    else:
+        run = run_server(platform, item["mix"], shared["clients"], shared["requests"],
+                         warmup_requests=shared["warmup"], workers=shared["workers"], seed=item["seed"],
+                         spec=with_line_speed(load_webserver(), shared["line"]))
+        out = {"summary": run.summary, "truss": run.truss, "in_context": run.in_context,
+               "requests": run.requests.assign(platform=item["label"], mix=item["mix_name"])}
+    if progress is not None:
+        progress(1)
+    return out
+
+
+def _mix_name(mix: dict[str, float]) -> str:
+    return "+".join(f"{k}{round(100 * v)}" for k, v in mix.items() if v)
+
+
+@register_study
+class HbenchOsStudy(StudyKind):
+    name = "hbench-os"
+    sections = {"hbench-os": HbenchOsSpec}
+
+    def check(self) -> None:
+        spec = self.spec["hbench-os"]
+        for p in spec.speedup_platforms or []:
+            if p not in self.scenario.platforms:
+                raise self.fail("hbench-os.speedup_platforms", f"{p!r} is not one of the scenario's platforms "
+                                                              f"({', '.join(self.scenario.platforms)})")
+        if len(self.scenario.platforms) < 2:
+            raise self.fail("platforms", "the ranking needs at least two platforms")
+
+    def run(self, ctx) -> StudyOutput:
+        spec = self.spec["hbench-os"]
+        speedup_on = spec.speedup_platforms or [self.scenario.platforms[0]]
+        items = []
+        for run in ctx.runs:
+            label = run.id
+            base = {"platform": run.platform, "overrides": list(run.overrides), "label": label, "seed": run.seed}
+            items.append({**base, "kind": "vector"})
+            items.append({**base, "kind": "server", "mix": {"static": 1.0}, "mix_name": "static"})
+            if run.platform in speedup_on:
+                for d in spec.dynamic_shares:
+                    for dyn in ("cgi", "fastcgi"):
+                        mix = {"static": 1.0 - d, dyn: d}
+                        items.append({**base, "kind": "server", "mix": mix, "mix_name": _mix_name(mix),
+                                      "dynamic": d, "dyn": dyn})
+        shared = {"clients": spec.clients, "workers": spec.workers or spec.clients, "requests": spec.requests,
+                  "warmup": spec.warmup_requests if spec.warmup_requests is not None else 2 * spec.clients,
+                  "line": spec.line_kbit_s, "repetitions": spec.microbench_repetitions,
+                  "min_ticks": spec.microbench_min_ticks}
+        with progress_bar(len(items), "hbench-os", enabled=ctx.progress) as advance:
+            outs = ctx.executor.map(hbench_os_task, items, shared=shared, progress=advance, units=1, workers=2)
+        return self._analyse(ctx, spec, items, outs)
+
+    def _analyse(self, ctx, spec: HbenchOsSpec, items: list[dict], outs: list[dict]) -> StudyOutput:
+        labels = [r.id for r in ctx.runs]
+        reference = labels[0]
+        vectors = pd.concat([o["vector"].assign(system=i["label"]) for i, o in zip(items, outs)
+                             if i["kind"] == "vector"], ignore_index=True)
+        servers = {(i["label"], i["mix_name"]): (i, o) for i, o in zip(items, outs) if i["kind"] == "server"}
+        # the application vector of a request type: its truss in a server run (calls or bytes per request)
+        trusses = pd.concat([o["truss"].assign(run=f"{label}/{mix}") for (label, mix), (_, o) in servers.items()],
+                            ignore_index=True)
+
+        def truss(label: str, mix: str, rtype: str) -> pd.DataFrame:
+            t = trusses[(trusses.run == f"{label}/{mix}") & (trusses.application == rtype)]
+            return t[["application", "primitive", "count"]]
+
+        # Figure 6-1: one application vector (the static truss on the reference), every system vector
+        static_app = truss(reference, "static", "static")
+        fig61 = VectorModel(reference=reference).fit(vectors, static_app, source="hbench-os")
+        pred = fig61.predictions.set_index("system")
+        rows = {}
+        for label in labels:
+            s = servers[(label, "static")][1]["summary"]
+            own = VectorModel().fit(vectors[vectors.system == label], truss(label, "static", "static"))
+            kernel_us = 1e6 * s["kernel_seconds_per_request"]
+            rows[label] = {"predicted_us": float(pred.loc[label, "predicted"]),
+                           "predicted_speed": float(pred.loc[label, "normalised_speed"]),
+                           "simulated_throughput": s["throughput"], "cpu_utilisation": s["cpu_utilisation"],
+                           "cpu_us_per_request": 1e6 * s["cpu_seconds_per_request"],
+                           "kernel_us_in_server": kernel_us,
+                           "own_truss_predicted_us": own.predicted("static", label),
+                           "context_error_pct": 100 * (own.predicted("static", label) - kernel_us) / kernel_us,
+                           "user_share": 1 - s["kernel_seconds_per_request"] / s["cpu_seconds_per_request"]}
+        for label in labels:
+            rows[label]["simulated_speed"] = (rows[label]["simulated_throughput"]
+                                              / rows[reference]["simulated_throughput"])
+            rows[label]["speed_error_pct"] = 100 * (rows[label]["predicted_speed"] / rows[label]["simulated_speed"] - 1)
+        pred_rank = sorted(labels, key=lambda p: -rows[p]["predicted_speed"])
+        sim_rank = sorted(labels, key=lambda p: -rows[p]["simulated_throughput"])
+        pairs = [(a, b) for k, a in enumerate(labels) for b in labels[k + 1:]]
+        agree = sum((rows[a]["predicted_speed"] > rows[b]["predicted_speed"]) ==
+                    (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"]) for a, b in pairs)
+        tau = float(kendalltau([rows[p]["predicted_speed"] for p in labels],
+                               [rows[p]["simulated_throughput"] for p in labels]).statistic)
+        breakdowns = [fig61.table("static", label).assign(platform=label, request="static") for label in labels]
+        speedups, type_errors = self._speedups(spec, servers, vectors, truss, breakdowns)
+        context = []
+        for label in labels:
+            micro = vectors[vectors.system == label].set_index("primitive")["cost"]
+            for r in servers[(label, "static")][1]["in_context"].itertuples(index=False):
+                context.append({"platform": label, "primitive": r.primitive, "unit": r.unit,
+                                "microbenchmark": float(micro[r.primitive]), "in_server": r.cost,
+                                "error_pct": 100 * (micro[r.primitive] - r.cost) / r.cost})
+        throughputs = pd.DataFrame([{"platform": p, **v} for p, v in rows.items()])
+        tables = {"system_vectors": vectors, "application_vectors": trusses,
+                  "breakdown": pd.concat(breakdowns, ignore_index=True), "throughputs": throughputs,
+                  "speedups": speedups, "type_errors": type_errors, "context": pd.DataFrame(context),
+                  "requests": pd.concat([o["requests"] for _, o in servers.values()], ignore_index=True)}
+        fig_speed = figure_png(speed_figure(throughputs, reference))
+        figures = {"normalised_throughputs": (fig_speed, "Figure 6-1 analogue")}
+        fig_speedup = figure_png(speedup_figure(speedups)) if len(speedups) else None
+        if fig_speedup is not None:
+            figures["speedups"] = (fig_speedup, "Figure 6-2 analogue")
+        results = {"platforms": rows, "reference": reference,
+                   "unsaturated": [p for p in labels if rows[p]["cpu_utilisation"] < SATURATED],
+                   "ranking": {"predicted": pred_rank, "simulated": sim_rank, "pairs_agree": int(agree),
+                               "pairs": len(pairs), "kendall_tau": tau},
+                   "speedups": speedups.to_dict(orient="records"), "type_errors": type_errors.to_dict(orient="records"),
+                   "context": context}
+        headline = pd.DataFrame([{"metric": m, "variant": p, "value": rows[p][k]} for p in labels
+                                 for m, k in (("simulated throughput (req/s)", "simulated_throughput"),
+                                              (f"simulated speed (x {reference})", "simulated_speed"),
+                                              (f"predicted speed (x {reference})", "predicted_speed"),
+                                              ("speed prediction error (%)", "speed_error_pct"),
+                                              ("kernel time: vectors vs server (%)", "context_error_pct"))])
+        return StudyOutput(results=results, tables=tables, figures=figures, headline=headline,
+                           headline_absolute=(f"simulated speed (x {reference})", f"predicted speed (x {reference})",
+                                              "speed prediction error (%)", "kernel time: vectors vs server (%)"),
+                           parameters={"hbench-os": spec.model_dump()},
+                           report=lambda rep: add_report(rep, results, tables, fig_speed, fig_speedup))
+
+    @staticmethod
+    def _speedups(spec, servers, vectors, truss, breakdowns) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """CGI -> FastCGI at each dynamic share: the simulated speedup (ratio of the saturated throughputs)
+        against r = s1/s2 and r' (§6.3.3.3), s1 and s2 the mixes' predicted kernel times per request (the
+        vector model is linear: a mix's application vector is its types' trusses weighted by their shares);
+        and each request type's predicted kernel time against the server's."""
+        out, errors = [], []
+        for (label, mix_name), (i, o) in servers.items():
+            if i.get("dyn") != "cgi":
+                continue
+            d = i["dynamic"]
+            fi, fo = servers[(label, _mix_name({"static": 1.0 - d, "fastcgi": d}))]
+            lat, user = {}, {}
+            for which, (ii, oo) in (("cgi", (i, o)), ("fastcgi", (fi, fo))):
+                parts = [truss(label, ii["mix_name"], t).assign(count=lambda x, w=w: x["count"] * w)
+                         for t, w in ii["mix"].items() if w]
+                app = pd.concat(parts).groupby("primitive", as_index=False)["count"].sum().assign(application=which)
+                res = VectorModel().fit(vectors[vectors.system == label], app)
+                lat[which] = res.predicted(which, label)
+                s = oo["summary"]
+                user[which] = s["cpu_seconds_per_request"] / s["kernel_seconds_per_request"] - 1
+                if d == max(spec.dynamic_shares):
+                    req = oo["requests"]
+                    for t in [t for t, w in ii["mix"].items() if w]:
+                        one = VectorModel().fit(vectors[vectors.system == label], truss(label, ii["mix_name"], t))
+                        served = 1e6 * req[req.type == t]["kernel_seconds"].mean()
+                        errors.append({"platform": label, "request": t, "predicted_us": one.predicted(t, label),
+                                       "in_server_us": served,
+                                       "error_pct": 100 * (one.predicted(t, label) - served) / served})
+                        if t != "static":
+                            breakdowns.append(one.table(t, label).assign(platform=label, request=t))
+            simulated = fo["summary"]["throughput"] / o["summary"]["throughput"]
+            r = speedup(lat["cgi"], lat["fastcgi"])
+            row = {"platform": label, "dynamic": d, "s1_us": lat["cgi"], "s2_us": lat["fastcgi"],
+                   "simulated": simulated, "r": r, "r_error_pct": 100 * (r - simulated) / simulated}
+            for u in spec.user_over_s1:
+                rp = speedup(lat["cgi"], lat["fastcgi"], u)
+                row[f"r_prime_{u:g}"] = rp
+                row[f"r_prime_{u:g}_error_pct"] = 100 * (rp - simulated) / simulated
+            row["measured_user_over_s1"] = user["cgi"]
+            rp = speedup(lat["cgi"], lat["fastcgi"], user["cgi"])
+            row["r_prime_measured"] = rp
+            row["r_prime_measured_error_pct"] = 100 * (rp - simulated) / simulated
+            out.append(row)
+        return pd.DataFrame(out), pd.DataFrame(errors)

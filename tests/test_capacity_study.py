@@ -1,0 +1,145 @@
+"""The ``capacity`` study kind on a reduced copy of ``scenarios/webserver-capacity.toml``: curves against
+offered load, the planner's operational-law and MVA cross-check, worker-pool sizing, what-ifs side by side;
+bad input refused at load."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.runner import load_study, run_scenario_file
+from whatif.scenarios.studies.capacity import mva
+
+SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "webserver-capacity.toml"
+
+
+def reduced() -> str:
+    """The shipped scenario on LAN-speed clients (so tens of connections saturate the server instead of
+    hundreds), two loads, a short window, two of its what-ifs."""
+    text = SHIPPED.read_text()
+    for key, value in (("clients", "[4, 40]"), ("requests", "400"), ("p95_objective_s", "0.1"),
+                       ("objective_clients", "40"), ("worker_counts", "[4, 40]")):
+        text, n = re.subn(rf"^{key} = (\[[^\]]*\]|\S+)", f"{key} = {value}", text, flags=re.M)
+        assert n == 1, key
+    text = text.replace("[capacity]\n", "[capacity]\nline_kbit_s = [8000, 10000]\n")
+    head, *what_ifs = text.split("[[capacity.what_if]]")
+    keep = [w for w in what_ifs if 'name = "fastcgi"' in w or 'name = "harpertown"' in w]
+    assert len(keep) == 2
+    return head + "".join("[[capacity.what_if]]" + w for w in keep)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("capacity")
+    path = tmp / "cap.toml"
+    path.write_text(reduced())
+    done = run_scenario_file(path, out=tmp / "out", progress=False)
+    return done, json.loads((tmp / "out" / "results.json").read_text())
+
+
+def test_curves_rise_to_the_cpu_bound(study):
+    done, doc = study
+    assert list(doc["runs"]) == ["baseline", "baseline / fastcgi",
+                                 "baseline / harpertown"]
+    base = doc["runs"]["baseline"]
+    light, heavy = base["curve"]
+    assert light["clients"] == 4 and heavy["clients"] == 40
+    assert light["cpu_utilisation"] < 0.5 and heavy["cpu_utilisation"] > 0.95
+    assert base["saturated_loads"] == [40]
+    # the planner's cross-check: the saturated throughput against 1/D measured at light load
+    assert abs(base["saturation_vs_bound_pct"]) < 10
+    assert base["saturation_throughput"] == pytest.approx(heavy["throughput"])
+    # at light load the server is a delay: X = N / (D + Z) and MVA agree with the measurement
+    assert light["throughput"] == pytest.approx(4 / (1e-6 * base["demand_us"] + base["think_s"]), rel=0.1)
+    assert light["mva_throughput"] == pytest.approx(light["throughput"], rel=0.1)
+    assert heavy["latency_p95"] > light["latency_p95"]
+
+
+def test_what_ifs_side_by_side(study):
+    done, doc = study
+    rows = {r["what_if"]: r for r in doc["what_if"]}
+    assert set(rows) == {"(baseline)", "fastcgi", "harpertown"}
+    assert rows["(baseline)"]["capacity_change_pct"] == 0
+    # FastCGI: no fork+exec per dynamic request, far less CPU per request, more capacity
+    assert rows["fastcgi"]["demand_us"] < 0.6 * rows["(baseline)"]["demand_us"]
+    assert rows["fastcgi"]["capacity_change_pct"] > 50
+    # another platform: Harpertown does not saturate at 40 clients; its capacity is its bound 1/D
+    harp = doc["runs"]["baseline / harpertown"]
+    assert harp["saturated_loads"] == [] and harp["saturation_throughput"] is None
+    assert rows["harpertown"]["capacity_change_pct"] == pytest.approx(
+        100 * (rows["harpertown"]["bound_throughput"] / rows["(baseline)"]["saturation_throughput"] - 1))
+    assert rows["harpertown"]["capacity_change_pct"] > 200
+
+
+def test_the_worker_pool_is_sized_for_the_objective(study):
+    done, doc = study
+    base = doc["runs"]["baseline"]
+    sizing = {s["workers"]: s["latency_p95"] for s in base["sizing"]}
+    assert sizing[4] > 0.1 >= sizing[40]                 # 4 workers for 40 connections: the listen queue
+    assert base["workers_needed"] == 40
+
+
+def test_tables_figure_report_and_headline(study):
+    done, doc = study
+    out = done.out_dir
+    curves = pd.read_parquet(out / "curves.parquet")
+    assert len(curves) == 6 and {"mva_throughput", "bound_throughput", "demand_us", "think_s"} <= set(curves.columns)
+    assert (out / "curves.png").is_file()
+    html = (out / "report.html").read_text()
+    assert "Planner&#x27;s cross-check" in html or "Planner's cross-check" in html
+    metrics = list(dict.fromkeys(done.output.headline.metric))
+    assert metrics[0] == "saturation throughput (req/s)"
+    assert "saturation vs bound (%)" in done.output.headline_absolute
+
+
+def test_mva_is_exact_for_one_queue_and_one_delay():
+    """Exact MVA against its closed forms: one customer sees no queue; many saturate at 1/D."""
+    x = mva(0.01, 0.09, 200)
+    assert x[0] == pytest.approx(1 / 0.1)
+    assert x[-1] == pytest.approx(100, rel=1e-6)
+    assert np.all(np.diff(x) > -1e-9) and np.all(x <= np.minimum(np.arange(1, 201) / 0.1, 100) + 1e-9)
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (("clients = [4, 40]", "clients = [0, 40]"), "clients"),
+    (("clients = [4, 40]", "clients = [40, 4]"), "clients must increase"),
+    (("mix = { static = 0.85, cgi = 0.15 }", "mix = { static = 0.85, cgi = 0.25 }"), "sum to 1"),
+    (("mix = { static = 0.85, cgi = 0.15 }", "mix = { static = 0.85, ssi = 0.15 }"), "unknown request type 'ssi'"),
+    (('mix = { static = 0.85, fastcgi = 0.15 }', 'primitive_scale = { forkexec = 0.5 }'),
+     "unknown primitive 'forkexec'"),
+    (('mix = { static = 0.85, fastcgi = 0.15 }', 'primitive_scale = { proc_simple = -1 }'), "must be > 0"),
+    (('platform = "harpertown"', 'platform = "pentium9"'), "pentium9"),
+])
+def test_bad_input_is_refused_at_load(tmp_path, edit, fragment):
+    text = reduced()
+    assert edit[0] in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(ScenarioError, match=re.escape(fragment)) as err:
+        load_study(path)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (("clients = [4, 40]", "clients = [0, 40]"), "capacity: clients.0: Input should be greater than 0"),
+    (("mix = { static = 0.85, cgi = 0.15 }", "mix = { static = 0.5, cgi = 0.15 }"), "sum to 1"),
+])
+def test_whatif_run_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path, edit, fragment):
+    from typer.testing import CliRunner
+
+    from whatif.cli import app
+
+    path = tmp_path / "bad.toml"
+    path.write_text(reduced().replace(edit[0], edit[1], 1))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("whatif: error: ") and fragment in lines[0], result.stderr
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["bad.toml"]

@@ -1,0 +1,132 @@
+"""The ``hbench-os`` study kind on a reduced copy of ``scenarios/hbench-os-webserver.toml``: system vectors
+from the microbenchmarks, application vectors from the server's truss, predicted against simulated
+throughput (Figure 6-1), CGI -> FastCGI speedups (Figure 6-2), context independence measured; bad input
+refused at load."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from whatif.models.hbench import speedup
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.runner import load_study, run_scenario_file
+
+SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "hbench-os-webserver.toml"
+
+
+def reduced() -> str:
+    """Two of the shipped platforms, fewer clients and requests, one dynamic share, short microbenchmarks."""
+    text = SHIPPED.read_text()
+    for key, value in (("platforms", '["mpc7447a", "nehalem"]'), ("clients", "60"), ("requests", "300"),
+                       ("dynamic_shares", "[0.3]"), ("speedup_platforms", '["nehalem"]')):
+        text, n = re.subn(rf"^{key} = (\[[^\]]*\]|\S+)", f"{key} = {value}", text, flags=re.M)
+        assert n == 1, key
+    return text + "microbench_repetitions = 3\nmicrobench_min_ticks = 20\n"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hbench-os")
+    path = tmp / "hbos.toml"
+    path.write_text(reduced())
+    done = run_scenario_file(path, out=tmp / "out", progress=False)
+    return done, json.loads((tmp / "out" / "results.json").read_text())
+
+
+def test_predicted_and_simulated_speeds(study):
+    done, doc = study
+    ref, neh = "baseline@mpc7447a", "baseline@nehalem"
+    assert doc["reference"] == ref and doc["unsaturated"] == []
+    p = doc["platforms"]
+    assert p[ref]["predicted_speed"] == 1 and p[ref]["simulated_speed"] == 1
+    assert p[neh]["simulated_speed"] == pytest.approx(p[neh]["simulated_throughput"] / p[ref]["simulated_throughput"])
+    assert doc["ranking"]["predicted"] == doc["ranking"]["simulated"] == [neh, ref]
+    assert doc["ranking"]["pairs_agree"] == doc["ranking"]["pairs"] == 1
+    # saturated: the server's throughput is its CPU time per request
+    for v in p.values():
+        assert v["cpu_utilisation"] > 0.95
+        assert v["simulated_throughput"] == pytest.approx(v["cpu_utilisation"] / (1e-6 * v["cpu_us_per_request"]),
+                                                          rel=0.05)
+
+
+def test_the_prediction_is_the_dot_product_of_the_tables(study):
+    """Figure 6-1's prediction, recomputed from the written vectors: the reference's static truss · each
+    platform's system vector."""
+    done, doc = study
+    out = done.out_dir
+    systems = pd.read_parquet(out / "system_vectors.parquet")
+    apps = pd.read_parquet(out / "application_vectors.parquet")
+    app = apps[(apps.run == "baseline@mpc7447a/static") & (apps.application == "static")].set_index("primitive")
+    for label, v in doc["platforms"].items():
+        cost = systems[systems.system == label].set_index("primitive")["cost"]
+        assert v["predicted_us"] == pytest.approx(float((app["count"] * cost[app.index]).sum()), rel=1e-12)
+    breakdown = pd.read_parquet(out / "breakdown.parquet")
+    static = breakdown[(breakdown.platform == "baseline@nehalem") & (breakdown.request == "static")]
+    assert static.total.sum() == pytest.approx(doc["platforms"]["baseline@nehalem"]["predicted_us"])
+    assert static.percentage.sum() == pytest.approx(100)
+    assert set(breakdown[breakdown.platform == "baseline@nehalem"].request) == {"static", "cgi", "fastcgi"}
+
+
+def test_cgi_to_fastcgi_speedups(study):
+    done, doc = study
+    (row,) = doc["speedups"]
+    assert row["platform"] == "baseline@nehalem" and row["dynamic"] == 0.3
+    assert row["simulated"] > 1.5                       # no fork+exec per dynamic request
+    assert row["r"] == pytest.approx(row["s1_us"] / row["s2_us"])
+    assert row["r_prime_0.18"] == pytest.approx(speedup(row["s1_us"], row["s2_us"], 0.18))
+    assert row["r"] > row["r_prime_0.11"] > row["r_prime_0.18"] > 1
+    assert 0 < row["measured_user_over_s1"] < 1
+    for key in ("r", "r_prime_0.11", "r_prime_0.18", "r_prime_measured"):
+        assert row[f"{key}_error_pct"] == pytest.approx(100 * (row[key] / row["simulated"] - 1))
+
+
+def test_context_independence_is_measured(study):
+    """Every primitive the server ran, its microbenchmark cost against what the server paid; per request
+    type, the predicted kernel time against the server's.  Other requests' code and data in the caches
+    make the server pay more than the warm loop."""
+    done, doc = study
+    ctx = pd.DataFrame(doc["context"])
+    assert set(ctx.platform) == {"baseline@mpc7447a", "baseline@nehalem"}
+    assert (ctx.groupby("platform").error_pct.median() < 0).all()
+    types = pd.DataFrame(doc["type_errors"])
+    assert set(types.request) == {"static", "cgi", "fastcgi"}
+    assert (types.in_server_us > 0).all()
+    for v in doc["platforms"].values():
+        assert v["context_error_pct"] == pytest.approx(
+            100 * (v["own_truss_predicted_us"] / v["kernel_us_in_server"] - 1))
+
+
+def test_files_and_headline(study):
+    done, _ = study
+    out = done.out_dir
+    for name in ("system_vectors", "application_vectors", "breakdown", "throughputs", "speedups", "type_errors",
+                 "context", "requests"):
+        assert (out / f"{name}.parquet").is_file(), name
+    assert (out / "normalised_throughputs.png").is_file() and (out / "speedups.png").is_file()
+    assert "Figure 6-2" in (out / "report.html").read_text()
+    h = done.output.headline
+    assert set(h.variant) == {"baseline@mpc7447a", "baseline@nehalem"}
+    assert "speed prediction error (%)" in done.output.headline_absolute
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (("clients = 60", "clients = 0"), "clients"),
+    (("dynamic_shares = [0.3]", "dynamic_shares = [1.3]"), "dynamic_shares must lie in (0, 1)"),
+    (('speedup_platforms = ["nehalem"]', 'speedup_platforms = ["z10"]'), "'z10' is not one of the scenario's"),
+    (('platforms = ["mpc7447a", "nehalem"]', 'platforms = ["nehalem"]'), "at least two platforms"),
+    (("line_kbit_s = [80000, 100000]", "line_kbit_s = [80000, 1000]"), "line_kbit_s must be [low, high]"),
+    (("requests = 300", "requests = 300\nrequest = 3"), "request"),
+])
+def test_bad_input_is_refused_at_load(tmp_path, edit, fragment):
+    text = reduced()
+    assert edit[0] in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(ScenarioError, match=re.escape(fragment)) as err:
+        load_study(path)
+    assert "\n" not in str(err.value)
