@@ -32,18 +32,21 @@ def speed_figure(throughputs: pd.DataFrame, reference: str):
 
 
 def speedup_figure(speedups: pd.DataFrame):
-    """Figure 6-2: CGI -> FastCGI speedups, predicted r and r' beside the simulated."""
+    """Figure 6-2: CGI -> FastCGI speedups, predicted r and r' beside the simulated, a panel per platform."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    for label, g in speedups.groupby("platform"):
+    platforms = list(dict.fromkeys(speedups["platform"]))
+    fig, axes = plt.subplots(1, len(platforms), figsize=(4.2 * len(platforms), 3.4), squeeze=False)
+    for ax, label in zip(axes[0], platforms):
+        g = speedups[speedups.platform == label]
         x = 100 * g["dynamic"].to_numpy()
-        ax.plot(x, g["simulated"], "ko-", label=f"simulated ({label})")
-        ax.plot(x, g["r"], "s--", label=f"r ({label})")
+        ax.plot(x, g["simulated"], "ko-", lw=2, label="simulated server")
+        ax.plot(x, g["r"], "s--", label="r = s1/s2")
         for col in [c for c in g.columns if c.startswith("r_prime_") and not c.endswith("_pct")]:
-            ax.plot(x, g[col], "^:", label=f"r' u/s1={col[len('r_prime_'):]} ({label})")
-    ax.set_xlabel("dynamic requests (%)")
-    ax.set_ylabel("speedup CGI -> FastCGI")
-    ax.legend(fontsize=7)
+            ax.plot(x, g[col], "^:", label=f"r' u/s1 = {col[len('r_prime_'):]}")
+        ax.set_xlabel("dynamic requests (%)")
+        ax.set_title(label, fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("speedup CGI -> FastCGI")
     return fig
 
 
