@@ -116,6 +116,9 @@ def test_constant_series_is_a_warning(tmp_path):
     assert "'w2'" in warns[0] and "'nehalem'" in warns[0] and "RAT_STALLS.ANY" in warns[0] and "set to 0" in warns[0]
     assert (out / "results.json").exists()
     assert "RAT_STALLS.ANY" in json.loads((out / "results.json").read_text())["warnings"][0]
+    assert r.output.count("set to 0") == 1                   # printed once, not again in the summary
+    html = (out / "report.html").read_text()
+    assert html.count("set to 0") == 1 and "Warnings (1)" in html
     r = run(table, "--on-constant", "error", "--out", tmp_path / "res2")
     assert_bad_input(r, tmp_path / "res2", "'w2'", "RAT_STALLS.ANY", "constant")
 

@@ -307,8 +307,8 @@ class SimilarityResults:
                                  + ("" if pe.reference_speedup is None else
                                     f", true speedup {pe.reference_speedup:.3f} "
                                     f"({_verdict(pe.reference_direction_correct)})"))
-        for w in self.warnings:
-            lines.append(f"warning: {w}")
+        if self.warnings:       # the warnings themselves go to stderr and the report's list, once
+            lines.append(f"\n{len(self.warnings)} warning(s): see results.warnings (on stderr in the terminal)")
         return Summary("Similarity results", "\n".join(lines), tables)
 
     def tables(self, matrix: bool = False) -> dict[str, pd.DataFrame]:

@@ -45,10 +45,7 @@ def add_report_sections(report: Report, results: SimilarityResults,
                      f"Algorithm 1 with threshold g = {params['threshold']} and stop rule '{params['stop_rule']}'"
                      + (f"; Algorithm 2 with reference {params['reference']}" if params.get("reference") else "")
                      + ". k-means: Hartigan–Wong (AS 136) on the signature vectors.")
-    if results.warnings:
-        report.heading("Warnings")
-        for w in results.warnings:
-            report.paragraph(w, note=True)
+    report.notes("Warnings", list(results.warnings))
     for p, r in results.platforms.items():
         report.heading(f"Platform {p}")
         report.paragraph(f"{r.n} applications; stalls: {', '.join(r.stalls)}; MST total distance "

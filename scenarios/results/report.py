@@ -13,9 +13,9 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from whatif.models.summary import display_table
 from whatif.scenarios.results.writer import to_json
 
 _CSS = """
@@ -29,20 +29,6 @@ figure{margin:1em 0} figcaption{font-size:.9em;color:#555}
 img{max-width:100%} .note{color:#555;font-size:.9em} pre{background:#f6f6f9;padding:.6em;overflow-x:auto}
 .scroll{overflow-x:auto}
 """
-
-
-def _cell(value: Any, float_format: str) -> Any:
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, (int, np.integer)):
-        return f"{int(value):,}"
-    if isinstance(value, (float, np.floating)):
-        if np.isnan(value):
-            return "–"
-        if float(value).is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"
-        return float_format.format(float(value))
-    return value
 
 
 def figure_png(fig, dpi: int = 110) -> bytes:
@@ -71,16 +57,30 @@ class Report:
         self._parts.append(f"<p{cls}>{html.escape(text)}</p>")
         return self
 
+    def notes(self, label: str, items: list[str], open_up_to: int = 3) -> "Report":
+        """A list of notes (warnings, exclusions) under ``label`` with their count; longer lists than
+        ``open_up_to`` start folded, so they do not push the results off the first screen."""
+        if not items:
+            return self
+        opened = " open" if len(items) <= open_up_to else ""
+        rows = "".join(f"<li>{html.escape(item)}</li>" for item in items)
+        self._parts.append(f'<details class="note"{opened}><summary>{html.escape(label)} ({len(items)})</summary>'
+                           f"<ul>{rows}</ul></details>")
+        return self
+
     def preformatted(self, text: str) -> "Report":
         self._parts.append(f"<pre>{html.escape(text)}</pre>")
         return self
 
     def table(self, df: pd.DataFrame, caption: str | None = None, index: bool = False,
-              float_format: str = "{:.6g}") -> "Report":
-        """A table; whole numbers print with thousands separators, other numbers with ``float_format``."""
-        body = df.map(lambda v: _cell(v, float_format)).to_html(index=index, border=0, na_rep="–", escape=True)
+              float_format: str | None = None) -> "Report":
+        """A table, each numeric column in one format (:func:`whatif.models.summary.display_table`;
+        ``float_format`` for the columns that are not all whole numbers, else chosen per column), in a box
+        that scrolls sideways when the table is wider than the page."""
+        frame = df.reset_index() if index else df
+        body = display_table(frame, float_format).to_html(index=False, border=0, na_rep="–", escape=True)
         cap = f"<p><b>{html.escape(caption)}</b></p>" if caption else ""
-        self._parts.append(cap + body)
+        self._parts.append(f'{cap}<div class="scroll">{body}</div>')
         return self
 
     def figure(self, fig_or_png: Any, caption: str | None = None) -> "Report":
