@@ -61,7 +61,9 @@ def test_human_table_progress_and_results_directory(graph_file, tmp_path):
                                                      "supports.png"]
     seq = pd.read_parquet(out / "sequences.parquet")
     res = json.loads((out / "results.json").read_text())
-    assert len(seq) == len(res["sequences"]) and seq.sm.iloc[0] == pytest.approx(res["sequences"][0]["sm"])
+    assert len(seq) == res["sequences_kept"] and seq.sm.iloc[0] == pytest.approx(res["sequences"][0]["sm"])
+    assert len(res["sequences"]) == min(len(seq), 200) and res["all_sequences"] == "sequences.parquet"
+    assert list(pd.read_parquet(out / "generations.parquet").columns) == ["n", "candidates", "kept"]   # no timing
     assert res["parameters"]["gap"] == 1
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["study"] == "flowgsp" and manifest["input"] == str(graph_file)

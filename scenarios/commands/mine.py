@@ -79,6 +79,9 @@ def mine_command(profile: Path, *, gap: int = 0, window: int = 0, generations: i
     return results, results.to_dict(top=top)
 
 
+JSON_TOP = 200             # sequences by S_M in results.json
+
+
 def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, started: float) -> None:
     """Parquet tables, results.json, figures, report.html and manifest.json, atomically."""
     params = dict(results.parameters)
@@ -100,10 +103,14 @@ def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, s
         rep.table(summary.tables["generations"])
         rep.figure(fig_g, "Candidates, kept sequences and seconds per generation")
 
+    # results.json holds the top sequences (every kept one is in sequences.parquet: a profile can keep
+    # 10^5 of them); the tables hold no host timing, so identical runs write identical tables
     write_results_dir(out, title=f"FlowGSP: {Path(profile).name}", study="flowgsp",
-                      results={**results.to_dict(), "parameters": params, "graph": dict(results.graph)},
+                      results={**results.to_dict(top=JSON_TOP), "sequences_kept": len(results.sequences),
+                               "all_sequences": "sequences.parquet", "parameters": params,
+                               "graph": dict(results.graph)},
                       started=started, tables={"sequences": results.table(),
-                                               "generations": results.generations_table()},
+                                               "generations": results.generations_table().drop(columns="seconds")},
                       figures={"supports": fig_s, "generations": fig_g}, report=report, parameters=params,
                       rates={"candidates_per_s": results.n_candidates / max(results.seconds, 1e-9),
                              "vertices": efg.n_vertices},
