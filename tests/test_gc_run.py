@@ -98,3 +98,13 @@ def test_gc_overhead_limit_ends_a_thrashing_run(platform):
     assert all(c.free_bytes_after < 0.5 * 512 * KB for c in r.collections[-3:])
     relaxed = simulate_gc(b, heap_config(heap_bytes=512 * KB), platform, timed=False)
     assert not relaxed.out_of_memory and len(relaxed.collections) > len(r.collections)
+
+
+def test_progress_reports_exactly_the_allocation_total(platform):
+    """The bar ends at 100 %: the progress calls add up to the behaviour's total, though the last object
+    allocated crosses it."""
+    b = behaviour(total_mb=2.0)
+    steps: list[int] = []
+    r = simulate_gc(b, heap_config(heap_bytes=512 * KB), platform, timed=False, progress=steps.append, batch=4096)
+    assert len(steps) > 3 and all(s >= 0 for s in steps)
+    assert sum(steps) == int(2.0 * MB) <= r.allocated_bytes

@@ -143,9 +143,10 @@ def simulate_gc(behaviour: AllocBehaviour, config: HeapConfig, platform: Platfor
                 recent.flush(timer)
                 heap.collect("explicit", timer=timer)
                 pending.pop(0)
-        if progress is not None:
-            progress(heap.clock - reported)
-            reported = heap.clock
+        if progress is not None:         # the last object may cross the total: the bar stops at 100 %
+            done = min(heap.clock, total)
+            progress(done - reported)
+            reported = done
     last = heap.collections[-1] if heap.collections else None
     return GcRunResult(
         workload=behaviour.name, collector=config.collector, platform=platform.name,
