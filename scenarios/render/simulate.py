@@ -9,6 +9,8 @@ import pandas as pd
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.platform import Platform, load_platform
 
+MAX_SERIES_FIGURES = 6          # time-series figures per report (the tables hold every run's series)
+
 
 def print_summary(doc: dict) -> None:
     from rich.console import Console
@@ -108,16 +110,17 @@ def simulate_figures(runs: list[dict]) -> dict[str, tuple]:
 
     tables = simulate_tables(runs)
     figs = {"cpi_stacks": (figure_png(cpi_stack_figure(tables["cpi_stacks"])), "CPI stack per workload and platform")}
-    for r in runs[:6]:
-        ts = r.get("timeseries")
-        if ts is None or len(ts) == 0:
-            continue
+    with_series = [r for r in runs if r.get("timeseries") is not None and len(r["timeseries"])]
+    for k, r in enumerate(with_series[:MAX_SERIES_FIGURES]):
+        ts = r["timeseries"]
         platform = load_platform(r["platform"])
         cyc, ins = _cycles_and_instructions(platform)
         stalls = [e for e in platform.pmu.events if "STALL" in e.upper() or e in ("AGIstall",)]
         key = f"timeseries_{r['workload']}_{r['platform']}".replace("/", "_").replace(".", "_")
+        shown = (f" (the first {MAX_SERIES_FIGURES} of {len(with_series)} runs' time series are plotted; all are in "
+                 f"the timeseries table)" if k == 0 and len(with_series) > MAX_SERIES_FIGURES else "")
         figs[key] = (figure_png(timeseries_figure(ts, cyc, ins, stalls, f"{r['workload']} on {r['platform']}")),
-                     f"Counter time series of {r['workload']} on {r['platform']}")
+                     f"Counter time series of {r['workload']} on {r['platform']}{shown}")
     return figs
 
 
