@@ -1,34 +1,43 @@
-"""Address traces: valgrind lackey text, whatif's binary format, and a small synthetic generator.
+"""Address traces: the records, reading a trace file chunk by chunk, writing one, a synthetic generator.
 
-A trace is three parallel arrays: ``addrs`` (uint64), ``sizes`` (uint16) and
-``kinds`` (uint8: 0 instruction fetch, 1 load, 2 store, 3 modify), in program order.
+A trace is three parallel arrays: ``addrs`` (uint64), ``sizes`` (uint16, 1-65535) and ``kinds`` (uint8:
+0 instruction fetch, 1 load, 2 store, 3 modify), in program order.  Two file formats:
 
-* **lackey** (``valgrind --tool=lackey --trace-mem=yes``): lines ``I  04016b0,3``,
-  `` L 1ffefffd78,8``, `` S ...``, `` M ...``.  valgrind's own ``==PID==`` lines and
-  blank lines are skipped; any other line that does not parse is an error naming
-  its line number.  Parsed by a numba byte-level scanner.
-* **whatif binary** (``.wtr``): a 32-byte header (magic ``WHATIFTR``, format version,
-  record count) followed by the three arrays stored column by column, little-endian,
-  so a trace can be memory-mapped.
+* **lackey** text (``valgrind --tool=lackey --trace-mem=yes``), :mod:`whatif.simulator.trace_lackey`;
+* **whatif binary** (``.wtr``), :mod:`whatif.simulator.trace_wtr`: version 2 (delta and varint coded,
+  in blocks) is written; version 1 files (wave 1, 11 bytes a record) are still read.
+
+:class:`TraceFile` reads either in chunks of :data:`CHUNK_RECORDS` records into reused arrays, parsing
+or decoding the next chunk on a reader thread while the caller simulates the current one, so a trace
+of any length runs in bounded memory at the speed of the slower of the two.  :func:`read_trace` reads a
+whole trace into memory (the ``cachesim`` study shares one trace between its runs).  A trace with no
+records is an error.
 """
 
 from __future__ import annotations
 
-import os
-import struct
+import math
+import queue
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
-from numba import njit
 
+from whatif.simulator import trace_lackey, trace_wtr
 from whatif.simulator.errors import SimulatorInputError
 
 KIND_CODES = {"I": 0, "L": 1, "S": 2, "M": 3}
 KIND_NAMES = ("I", "L", "S", "M")
-WTR_MAGIC = b"WHATIFTR"
-WTR_VERSION = 1
-_HEADER = struct.Struct("<8sIIQQ")   # magic, version, reserved, count, reserved
+FORMATS = ("auto", "lackey", "whatif")
+WTR_MAGIC = trace_wtr.MAGIC
+LACKEY_HEADER = trace_lackey.HEADER
+# Records per chunk of a streamed trace.  MemoryHierarchy.run simulates in chunks of this size and each
+# chunk starts with no "last instruction" (the PC of a data access before the chunk's first I record
+# is 0), so a trace run chunk by chunk gives the same counters as the whole trace in one call.
+CHUNK_RECORDS = 1 << 22
+MAX_SYNTHETIC_RECORDS = 200_000_000        # a synthetic trace's records: 2.2 GB of arrays (11 bytes each)
 
 
 @dataclass(frozen=True)
@@ -50,122 +59,191 @@ class Trace:
         return {name: int(c[i]) for i, name in enumerate(KIND_NAMES)}
 
 
-# ---------------------------------------------------------------------------------------- lackey
-@njit(cache=True)
-def _parse_lackey(buf, addrs, sizes, kinds, start_line):
-    """Scan lackey text.  Returns (records, 0) or (records so far, 1-based number of the bad line)."""
-    n = buf.shape[0]
-    i = 0
-    rec = 0
-    line_no = start_line
-    while i < n:
-        line_no += 1
-        # find the end of this line
-        j = i
-        while j < n and buf[j] != 10:
-            j += 1
-        end = j
-        if end > i and buf[end - 1] == 13:          # tolerate CRLF
-            end -= 1
-        k = i
-        while k < end and (buf[k] == 32 or buf[k] == 9):
-            k += 1
-        if k == end:                                # blank line
-            i = j + 1
-            continue
-        c = buf[k]
-        if c == 61:                                 # '=': valgrind's ==PID== lines
-            if k + 1 < end and buf[k + 1] == 61:
-                i = j + 1
-                continue
-            return rec, line_no
-        if c == 73:
-            kind = 0
-        elif c == 76:
-            kind = 1
-        elif c == 83:
-            kind = 2
-        elif c == 77:
-            kind = 3
+# ---------------------------------------------------------------------------------------- reading
+def no_records(path: Path) -> SimulatorInputError:
+    return SimulatorInputError(f"{path}: the trace holds no records (an empty file, or only valgrind's own lines)")
+
+
+def trace_format(path: str | Path, fmt: str = "auto") -> str:
+    """``lackey`` or ``whatif``: ``fmt`` itself, or for ``auto`` by the extension ``.wtr``, else by the magic."""
+    path = Path(path)
+    if fmt not in FORMATS:
+        raise SimulatorInputError(f"unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
+    if path.is_dir():
+        raise SimulatorInputError(f"{path}: is a directory, not a trace file")
+    if not path.is_file():
+        raise SimulatorInputError(f"{path}: no such file")
+    if fmt != "auto":
+        return fmt
+    if path.suffix == ".wtr":
+        return "whatif"
+    with path.open("rb") as fh:
+        return "whatif" if fh.read(len(WTR_MAGIC)) == WTR_MAGIC else "lackey"
+
+
+class TraceFile:
+    """A trace file opened for reading in chunks (a context manager).
+
+    ``records`` is the record count when the file states it (``.wtr``), else None; ``nbytes`` the file
+    size.  :meth:`chunks` yields ``(trace, done)`` pairs: ``done`` is the work the chunk stands for, in
+    records when ``records`` is known, else in bytes of the file (for progress bars)."""
+
+    def __init__(self, path: str | Path, fmt: str = "auto"):
+        self.path = Path(path)
+        self.format = trace_format(self.path, fmt)
+        self._reader = trace_lackey.LackeyReader(self.path) if self.format == "lackey" \
+            else trace_wtr.WtrReader(self.path)
+        self.nbytes = self._reader.nbytes
+        self.records = self._reader.records if self.format == "whatif" else None
+        self._read_aheads: list[_ReadAhead] = []
+        if self.records == 0:
+            self.close()
+            raise no_records(self.path)
+
+    @property
+    def total(self) -> int:
+        """The work of the whole file, in the units of :meth:`chunks`."""
+        return self.nbytes if self.records is None else self.records
+
+    def _done(self) -> int:
+        return min(self._reader.pos, self.nbytes) if self.records is None else self._reader.done
+
+    def chunks(self, size: int = CHUNK_RECORDS, read_ahead: bool = True) -> Iterator[tuple[Trace, int]]:
+        """The records in chunks of ``size`` (the last one shorter).  A chunk's arrays are reused: it is
+        valid until the next one is asked for.  With ``read_ahead`` a thread starts filling chunks at
+        once (while the caller, say, loads its kernels) and fills the next while the caller works on
+        this one."""
+        sets = [(np.empty(size, np.uint64), np.empty(size, np.uint16), np.empty(size, np.uint8))
+                for _ in range(3 if read_ahead else 1)]
+        if read_ahead:
+            source = _ReadAhead(self._reader.fill, self._done, sets)
+            self._read_aheads.append(source)
         else:
-            return rec, line_no
-        # 'I' starts in column 0; data accesses are indented by one space
-        if (kind == 0 and k != i) or (kind != 0 and k == i):
-            return rec, line_no
-        k += 1
-        if k >= end or (buf[k] != 32 and buf[k] != 9):
-            return rec, line_no
-        while k < end and (buf[k] == 32 or buf[k] == 9):
-            k += 1
-        addr = np.uint64(0)
-        digits = 0
-        while k < end:
-            d = buf[k]
-            if 48 <= d <= 57:
-                v = d - 48
-            elif 97 <= d <= 102:
-                v = d - 87
-            elif 65 <= d <= 70:
-                v = d - 55
-            else:
-                break
-            addr = (addr << np.uint64(4)) | np.uint64(v)
-            digits += 1
-            k += 1
-        if digits == 0 or digits > 16 or k >= end or buf[k] != 44:
-            return rec, line_no
-        k += 1
-        size = 0
-        sdigits = 0
-        while k < end and 48 <= buf[k] <= 57:
-            size = size * 10 + (buf[k] - 48)
-            sdigits += 1
-            k += 1
-        while k < end and (buf[k] == 32 or buf[k] == 9):
-            k += 1
-        if sdigits == 0 or k != end or size > 65535 or size == 0:
-            return rec, line_no
-        addrs[rec] = addr
-        sizes[rec] = size
-        kinds[rec] = kind
-        rec += 1
-        i = j + 1
-    return rec, 0
+            source = self._filled_here(sets[0])
+        return self._traces(source)
+
+    def read(self) -> Trace:
+        """All the (remaining) records in memory, read in one pass."""
+        # lackey text states no count: room for the most records the file can hold ('I 0,1' and a newline
+        # is the shortest record line), of which only the pages written are ever touched
+        cap = self.records - self._reader.done if self.records is not None else self.nbytes // 6 + 1
+        arrays = (np.empty(cap, np.uint64), np.empty(cap, np.uint16), np.empty(cap, np.uint8))
+        n = 0
+        while (got := self._reader.fill(*(a[n:] for a in arrays))) > 0:
+            n += got
+        if n == 0:
+            raise no_records(self.path)
+        return Trace(*(a[:n] for a in arrays), str(self.path))
+
+    def _traces(self, source) -> Iterator[tuple[Trace, int]]:
+        delivered = 0
+        for arrays, n, done in source:
+            delivered += n
+            yield Trace(arrays[0][:n], arrays[1][:n], arrays[2][:n], str(self.path)), done
+        if delivered == 0:
+            raise no_records(self.path)
+
+    def _filled_here(self, arrays):
+        while True:
+            before = self._done()
+            n = self._reader.fill(*arrays)
+            if n == 0:
+                return
+            yield arrays, n, self._done() - before
+
+    def close(self) -> None:
+        for source in self._read_aheads:           # the reader thread stops before the file's map closes
+            source.close()
+        self._reader.close()
+
+    def __enter__(self) -> "TraceFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _ReadAhead:
+    """Iterator of ``(arrays, n, done)``: ``fill(*arrays)`` run on a reader thread through a ring of array
+    sets (two being filled or waiting while the caller holds the third).  The scanner and the decoder
+    release the GIL, so reading runs in parallel with the caller's simulation."""
+
+    def __init__(self, fill, done, sets):
+        self._free: queue.Queue = queue.Queue()
+        self._full: queue.Queue = queue.Queue()
+        for arrays in sets:
+            self._free.put(arrays)
+        self._held = None
+        self._thread = threading.Thread(target=self._produce, args=(fill, done), name="whatif-trace-reader",
+                                        daemon=True)
+        self._thread.start()
+
+    def _produce(self, fill, done) -> None:
+        try:
+            while (arrays := self._free.get()) is not None:
+                before = done()
+                n = fill(*arrays)
+                self._full.put((arrays, n, done() - before))
+                if n == 0:
+                    return
+        except BaseException as exc:                  # handed to the caller, raised there
+            self._full.put(exc)
+
+    def __iter__(self) -> "_ReadAhead":
+        return self
+
+    def __next__(self):
+        if self._held is not None:
+            self._free.put(self._held)
+            self._held = None
+        if not self._thread.is_alive() and self._full.empty():
+            raise StopIteration                         # (finished, failed or closed before)
+        item = self._full.get()
+        if isinstance(item, BaseException):
+            self.close()
+            raise item
+        arrays, n, done = item
+        if n == 0:
+            self.close()
+            raise StopIteration
+        self._held = arrays
+        return arrays, n, done
+
+    def close(self) -> None:
+        self._free.put(None)
+        self._thread.join()
+
+
+def read_trace(path: str | Path, fmt: str = "auto") -> Trace:
+    """A whole trace file in memory; ``fmt`` is ``lackey``, ``whatif`` or ``auto`` (by extension, else
+    by content)."""
+    with TraceFile(path, fmt) as tf:
+        return tf.read()
 
 
 def read_lackey(path: str | Path) -> Trace:
-    """Parse a lackey ``--trace-mem=yes`` file (memory-mapped; records are at most one per line)."""
-    path = Path(path)
-    if not path.is_file():
-        raise SimulatorInputError(f"{path}: no such file")
-    if path.stat().st_size == 0:
-        return Trace(np.zeros(0, np.uint64), np.zeros(0, np.uint16), np.zeros(0, np.uint8), str(path))
-    buf = np.memmap(path, dtype=np.uint8, mode="r")
-    nlines = int(np.count_nonzero(buf == 10)) + 1
-    addrs = np.empty(nlines, dtype=np.uint64)
-    sizes = np.empty(nlines, dtype=np.uint16)
-    kinds = np.empty(nlines, dtype=np.uint8)
-    count, bad = _parse_lackey(buf, addrs, sizes, kinds, 0)
-    if bad:
-        raise SimulatorInputError(f"{path}:{bad}: not a lackey trace line "
-                                  f"(expected 'I  ADDR,SIZE' or ' L|S|M ADDR,SIZE')")
-    return Trace(addrs[:count].copy(), sizes[:count].copy(), kinds[:count].copy(), str(path))
+    return read_trace(path, "lackey")
 
 
-LACKEY_HEADER = "==whatif== lackey trace written by whatif"
+def read_wtr(path: str | Path) -> Trace:
+    return read_trace(path, "whatif")
 
 
+# ---------------------------------------------------------------------------------------- writing
 def lackey_text(trace: Trace) -> str:
-    """The trace in lackey text form (for tests and for exchange with other tools).  The first line,
-    :data:`LACKEY_HEADER`, is a valgrind-style comment that readers skip and by which whatif knows the
-    file for its own (:func:`written_by_whatif`)."""
-    lines = [LACKEY_HEADER]
-    for a, s, k in zip(trace.addrs.tolist(), trace.sizes.tolist(), trace.kinds.tolist()):
-        if k == 0:
-            lines.append(f"I  {a:08x},{s}")
-        else:
-            lines.append(f" {KIND_NAMES[k]} {a:08x},{s}")
-    return "\n".join(lines) + "\n"
+    """The trace in lackey text form.  The first line, :data:`LACKEY_HEADER`, is a valgrind-style
+    comment that readers skip and by which whatif knows the file for its own (:func:`written_by_whatif`)."""
+    return lackey_bytes(trace).decode("ascii")
+
+
+def lackey_bytes(trace: Trace) -> bytes:
+    trace_wtr.check_records(trace.sizes, trace.kinds, trace.source)
+    return trace_lackey.header_line() + trace_lackey.lackey_lines(trace.addrs, trace.sizes, trace.kinds)
+
+
+def wtr_bytes(trace: Trace) -> bytes:
+    """The trace as a ``.wtr`` file (version 2)."""
+    return trace_wtr.wtr_bytes(trace.addrs, trace.sizes, trace.kinds)
 
 
 def written_by_whatif(path: str | Path) -> bool:
@@ -175,61 +253,7 @@ def written_by_whatif(path: str | Path) -> bool:
             head = fh.read(len(LACKEY_HEADER))
     except OSError:
         return False
-    return head.startswith(WTR_MAGIC) or head == LACKEY_HEADER.encode()
-
-
-# ---------------------------------------------------------------------------------------- binary
-def wtr_bytes(trace: Trace) -> bytes:
-    header = _HEADER.pack(WTR_MAGIC, WTR_VERSION, 0, len(trace), 0)
-    return b"".join([header,
-                     np.ascontiguousarray(trace.addrs, dtype="<u8").tobytes(),
-                     np.ascontiguousarray(trace.sizes, dtype="<u2").tobytes(),
-                     np.ascontiguousarray(trace.kinds, dtype="u1").tobytes()])
-
-
-def read_wtr(path: str | Path) -> Trace:
-    path = Path(path)
-    if not path.is_file():
-        raise SimulatorInputError(f"{path}: no such file")
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        head = fh.read(_HEADER.size)
-    if len(head) < _HEADER.size:
-        raise SimulatorInputError(f"{path}: too short for a whatif trace header")
-    magic, version, _, count, _ = _HEADER.unpack(head)
-    if magic != WTR_MAGIC:
-        raise SimulatorInputError(f"{path}: not a whatif binary trace (bad magic); use --format lackey for text")
-    if version != WTR_VERSION:
-        raise SimulatorInputError(f"{path}: whatif trace format version {version} is not supported "
-                                  f"(this whatif reads version {WTR_VERSION})")
-    expected = _HEADER.size + count * (8 + 2 + 1)
-    if size != expected:
-        raise SimulatorInputError(f"{path}: truncated or corrupt: header says {count} records "
-                                  f"({expected} bytes), file has {size} bytes")
-    off = _HEADER.size
-    addrs = np.fromfile(path, dtype="<u8", count=count, offset=off).astype(np.uint64, copy=False)
-    sizes = np.fromfile(path, dtype="<u2", count=count, offset=off + 8 * count).astype(np.uint16, copy=False)
-    kinds = np.fromfile(path, dtype="u1", count=count, offset=off + 10 * count)
-    if count and kinds.max() > 3:
-        bad = int(np.argmax(kinds > 3))
-        raise SimulatorInputError(f"{path}: record {bad} has an invalid kind code {int(kinds[bad])}")
-    return Trace(addrs, sizes, kinds, str(path))
-
-
-def read_trace(path: str | Path, fmt: str = "auto") -> Trace:
-    """Read a trace file; ``fmt`` is ``lackey``, ``whatif`` or ``auto`` (by extension, else by content)."""
-    path = Path(path)
-    if fmt not in ("auto", "lackey", "whatif"):
-        raise SimulatorInputError(f"unknown trace format {fmt!r}; known: auto, lackey, whatif")
-    if not path.is_file():
-        raise SimulatorInputError(f"{path}: no such file")
-    if fmt == "auto":
-        if path.suffix == ".wtr":
-            fmt = "whatif"
-        else:
-            with path.open("rb") as fh:
-                fmt = "whatif" if fh.read(8) == WTR_MAGIC else "lackey"
-    return read_wtr(path) if fmt == "whatif" else read_lackey(path)
+    return head.startswith(WTR_MAGIC) or trace_lackey.is_whatif_lackey(head)
 
 
 # ---------------------------------------------------------------------------------------- synthetic
@@ -253,13 +277,25 @@ STREAM_KINDS = ("sequential", "strided", "random", "hot")
 
 
 def synthetic_trace(streams: list[Stream], accesses: int, seed: int, instructions_per_access: float = 0.0,
-                    code_kb: float = 16.0, base: int = 0x10000000) -> Trace:
+                    code_kb: float = 16.0, base: int = 0x10000000,
+                    progress: Callable[[int], None] | None = None) -> Trace:
     """A trace mixing data streams (and, optionally, instruction fetches walking a code loop).
 
     Vectorised: every stream's address sequence is generated with numpy from a seeded Generator,
-    then interleaved according to the stream weights."""
+    then interleaved according to the stream weights.  ``progress(n)`` is called with the records
+    made after each stream and after the instruction fetches."""
     if accesses <= 0:
         raise SimulatorInputError(f"synthetic trace: accesses must be positive, got {accesses}")
+    if not (math.isfinite(instructions_per_access) and instructions_per_access >= 0):
+        raise SimulatorInputError(f"synthetic trace: instructions_per_access must be a finite number >= 0, "
+                                  f"got {instructions_per_access}")
+    if not (math.isfinite(code_kb) and code_kb * 1024 >= 4):
+        raise SimulatorInputError(f"synthetic trace: code_kb must be finite and hold an instruction "
+                                  f"(>= 4 bytes), got {code_kb}")
+    records = accesses + round(accesses * instructions_per_access)
+    if records > MAX_SYNTHETIC_RECORDS:                  # counted, never allocated
+        raise SimulatorInputError(f"synthetic trace: {records:,} records (accesses x (1 + "
+                                  f"instructions_per_access)); the limit is {MAX_SYNTHETIC_RECORDS:,}")
     if not streams:
         raise SimulatorInputError("synthetic trace: at least one stream is required")
     rng = np.random.default_rng(seed)
@@ -295,16 +331,35 @@ def synthetic_trace(streams: list[Stream], accesses: int, seed: int, instruction
         sizes[where] = st.access_bytes
         kinds[where] = np.where(rng.random(n) < st.store_fraction, 2, 1).astype(np.uint8)
         region += ((foot + (1 << 20) - 1) >> 20 << 20) + (1 << 20)     # next MB-aligned region, 1 MB gap
+        if progress is not None:
+            progress(n)
     if instructions_per_access > 0:
         # interleave instruction fetches walking a loop over the code footprint (4-byte instructions)
         n_instr = int(round(accesses * instructions_per_access))
-        code = np.uint64(0x00400000) + ((np.arange(n_instr, dtype=np.int64) * 4) % int(code_kb * 1024)).astype(np.uint64)
+        code = np.uint64(0x00400000) + ((np.arange(n_instr, dtype=np.int64) * 4)
+                                        % int(code_kb * 1024)).astype(np.uint64)
         pos = np.sort(rng.integers(0, accesses + 1, n_instr))
-        order = np.argsort(np.concatenate([np.arange(accesses) + 0.5, pos.astype(float)]), kind="stable")
-        all_addrs = np.concatenate([addrs, code])[order]
-        all_sizes = np.concatenate([sizes, np.full(n_instr, 4, np.uint16)])[order]
-        all_kinds = np.concatenate([kinds, np.zeros(n_instr, np.uint8)])[order]
-        return Trace(all_addrs, all_sizes, all_kinds)
+        merged = interleave_fetches(Trace(addrs, sizes, kinds), code, pos)
+        if progress is not None:
+            progress(n_instr)
+        return merged
+    return Trace(addrs, sizes, kinds)
+
+
+def interleave_fetches(data: Trace, code: np.ndarray, pos: np.ndarray) -> Trace:
+    """The data accesses with 4-byte instruction fetches of ``code`` inserted: fetch j just before data
+    access ``pos[j]`` (``pos`` sorted; ``len(data)``: at the end), fetches of equal ``pos`` in order."""
+    n, n_instr = len(data), len(code)
+    # fetch j lands after the pos[j] data accesses and the j fetches before it; data access i after the
+    # i accesses and the fetches with pos <= i
+    at_instr = np.arange(n_instr, dtype=np.int64) + pos
+    at_data = np.arange(n, dtype=np.int64) + np.searchsorted(pos, np.arange(n), side="right")
+    addrs = np.empty(n + n_instr, np.uint64)
+    sizes = np.empty(n + n_instr, np.uint16)
+    kinds = np.empty(n + n_instr, np.uint8)
+    addrs[at_data], addrs[at_instr] = data.addrs, code
+    sizes[at_data], sizes[at_instr] = data.sizes, 4
+    kinds[at_data], kinds[at_instr] = data.kinds, 0
     return Trace(addrs, sizes, kinds)
 
 
