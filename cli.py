@@ -9,12 +9,46 @@ Exit codes: 0 success, 2 bad input (one line on stderr, nothing written), 1 inte
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 from typing import Callable, List, Optional
 
 import typer
+import typer.core
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+
+class _OneLineUsageErrors(typer.core.TyperGroup):
+    """The app's click group: a usage error (unknown command or option, missing argument, a value of the
+    wrong type or out of range) is one line on stderr and exit code 2, like every other bad input."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:                  # click's errors (typer vendors click)
+            if type(exc).__name__ != "NoArgsIsHelpError":   # `whatif`, `whatif trace`: the help was shown
+                typer.echo(f"whatif: error: {usage_message(exc)}", err=True)
+            sys.exit(getattr(exc, "exit_code", 2))
+        except typer.Abort:
+            typer.echo("whatif: error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_message(exc: typer.TyperException) -> str:
+    """``run: Missing argument 'scenario'. (whatif run --help shows the usage)``: one line."""
+    text = " ".join((exc.format_message() if hasattr(exc, "format_message") else str(exc)).split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return text
+    command = " ".join(ctx.command_path.split()[1:])
+    where = f"{command}: " if command else ""
+    return f"{where}{text} (whatif {command + ' ' if command else ''}--help shows the usage)"
+
+
+app = typer.Typer(cls=_OneLineUsageErrors, add_completion=False, no_args_is_help=True,
+                  pretty_exceptions_enable=False,
                   help="whatif: simulation-backed what-if modelling for processor and JVM performance.")
 
 
@@ -93,11 +127,12 @@ def list_cmd(what: str = typer.Argument(..., help="platforms | scenarios | workl
 def show_cmd(what: str = typer.Argument(..., help="platform"),
              name: str = typer.Argument(..., help="platform name, e.g. mpc7447a, or a path to a TOML file"),
              as_json: bool = typer.Option(False, "--json", help="print the resolved description as JSON"),
-             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE (repeatable)")) -> None:
+             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE (repeatable)"),
+             sources: bool = typer.Option(False, "--sources", help="each value's source (or estimate mark)")) -> None:
     """Show a platform description (resolved, with overrides applied)."""
     from whatif.scenarios.commands import catalog
 
-    doc, text = catalog.show(what, name, set_ or [])
+    doc, text = catalog.show(what, name, set_ or [], sources=sources)
     if as_json:
         echo_json(doc)
     else:
@@ -114,12 +149,13 @@ def cachesim_cmd(trace: Path = typer.Argument(..., help="trace file (valgrind la
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Run an address trace through a platform's caches and TLBs."""
     from whatif.scenarios.commands.cachesim import cachesim_command
-    from whatif.scenarios.render.cachesim import print_summary
 
     doc = cachesim_command(trace, platform, set_ or [], fmt, progress=not as_json)
     if as_json:
         echo_json(doc)
     else:
+        from whatif.scenarios.render.cachesim import print_summary   # (pandas: not for --json)
+
         print_summary(doc)
 
 
@@ -132,14 +168,14 @@ app.add_typer(trace_app, name="trace")
 @command
 def trace_synth_cmd(out: Path = typer.Argument(..., help="output: .wtr (binary) or any other name (lackey text)"),
                     accesses: int = typer.Option(1_000_000, "--accesses", help="data accesses"),
-                    seed: int = typer.Option(0, "--seed"),
+                    seed: int = typer.Option(0, "--seed", min=0),
                     instructions_per_access: float = typer.Option(1.0, "--instructions-per-access",
                                                                   help="instruction fetches per data access"),
                     as_json: bool = typer.Option(False, "--json")) -> None:
     """Write the standard mixed synthetic trace."""
     from whatif.scenarios.commands import trace as trace_command
 
-    doc = trace_command.synth(out, accesses, seed, instructions_per_access)
+    doc = trace_command.synth(out, accesses, seed, instructions_per_access, progress=not as_json)
     echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
 
 
@@ -152,7 +188,7 @@ def trace_convert_cmd(src: Path = typer.Argument(..., help="input trace"),
     """Convert between valgrind lackey text and whatif's binary trace format."""
     from whatif.scenarios.commands import trace as trace_command
 
-    doc = trace_command.convert(src, out, fmt)
+    doc = trace_command.convert(src, out, fmt, progress=not as_json)
     echo_json(doc) if as_json else typer.echo(f"wrote {doc['records']:,} records to {out}")
 
 
@@ -164,7 +200,7 @@ def trace_info_cmd(src: Path = typer.Argument(..., help="trace file"),
     """Count a trace's records by kind and its address range."""
     from whatif.scenarios.commands import trace as trace_command
 
-    doc = trace_command.info(src, fmt)
+    doc = trace_command.info(src, fmt, progress=not as_json)
     if as_json:
         echo_json(doc)
     else:
@@ -186,7 +222,7 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                                                              "seed's seconds (seed 002 used 10,5,3)"),
                  time_scale: float = typer.Option(1e-4, "--time-scale",
                                                   help="simulated seconds per second of --sampling (10 s -> 1 ms)"),
-                 seed: int = typer.Option(0, "--seed"),
+                 seed: int = typer.Option(0, "--seed", min=0),
                  pmu: str = typer.Option("ideal", "--pmu", help="ideal (one run counts all events) | physical "
                                                                 "(several runs within the physical counters)"),
                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
@@ -216,7 +252,7 @@ def profile_cmd(platform: str = typer.Option(..., "--platform", "-p", help="plat
                                                                "(the JIT's burn-in: caches, TLBs, predictors warm)"),
                 sample_every: int = typer.Option(64, "--sample-every", help="cycles between samples"),
                 set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE (repeatable)"),
-                seed: int = typer.Option(0, "--seed", help="the program (binary and input)"),
+                seed: int = typer.Option(0, "--seed", min=0, help="the program (binary and input)"),
                 out: Path = typer.Option(..., "--out", "-o", help="results directory: profile.sqlite, report.html"),
                 as_json: bool = typer.Option(False, "--json", help="print results.json")) -> None:
     """Profile a workload instruction by instruction (CPMF-style sampled and event-based counters) into the
@@ -275,7 +311,7 @@ def hbench_predict_cmd(system: Path = typer.Option(..., "--system", help="system
 def hbench_os_vector_cmd(platform: str = typer.Option(..., "--platform", "-p", help="platform name or TOML path"),
                          set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE"),
                          primitive: Optional[List[str]] = typer.Option(None, "--primitive", help="measure only these"),
-                         seed: int = typer.Option(0, "--seed", help="physical page placement"),
+                         seed: int = typer.Option(0, "--seed", min=0, help="physical page placement"),
                          out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory, with "
                                                             "system_vector.csv for `hbench predict --system`"),
                          as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
@@ -304,7 +340,7 @@ def hbench_os_vector_cmd(platform: str = typer.Option(..., "--platform", "-p", h
 @command
 def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
             out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (default results/<name>)"),
-            seed: Optional[int] = typer.Option(None, "--seed", help="override the scenario's seed"),
+            seed: Optional[int] = typer.Option(None, "--seed", min=0, help="override the scenario's seed"),
             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE for every variant"),
             cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786"),
             as_json: bool = typer.Option(False, "--json", help="print results.json instead of the headline")) -> None:
@@ -391,7 +427,7 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
                 keep: Optional[str] = typer.Option(None, "--keep",
                                                    help="comma-separated predictors --redundancy never drops"),
                 folds: int = typer.Option(10, "--folds", help="k of k-fold cross-validation"),
-                seed: int = typer.Option(0, "--seed", help="seed of the fold assignment"),
+                seed: int = typer.Option(0, "--seed", min=0, help="seed of the fold assignment"),
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                 as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Regress a response (e.g. cycles) on counter events and their interactions (seed 000)."""
@@ -432,7 +468,7 @@ def similarity_cmd(
                                                                            "(CSV/Parquet) for the system evaluation"),
         matrix: bool = typer.Option(False, "--matrix", help="include the similarity matrix even above 500 "
                                                             "applications"),
-        seed: int = typer.Option(0, "--seed", help="seed of the k-means starts"),
+        seed: int = typer.Option(0, "--seed", min=0, help="seed of the k-means starts"),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, figures and report.html here"),
         csv: bool = typer.Option(False, "--csv", help="also write the tables as CSV"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
@@ -484,7 +520,7 @@ def gc_cmd(workload: str = typer.Option(..., "--workload", "-w", help="allocatio
                                                             "(0, 1]; object sizes are kept"),
            growth: str = typer.Option("fixed", "--growth", help="fixed | expand (mark-sweep)"),
            max_heap_mb: Optional[float] = typer.Option(None, "--max-heap-mb", help="largest heap for --growth expand"),
-           seed: int = typer.Option(0, "--seed"),
+           seed: int = typer.Option(0, "--seed", min=0),
            out: Optional[Path] = typer.Option(None, "--out", "-o", help="write gc_log, histogram, plots, report.html"),
            as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Simulate a Java workload's heap: GC log and GCViewer-style summary (pauses, throughput, freed bytes)."""

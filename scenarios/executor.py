@@ -118,6 +118,9 @@ class Executor:
                 self._client = Client(self.cluster, timeout="5s")
             except (OSError, TimeoutError) as exc:
                 raise ScenarioError(f"--cluster {self.cluster}: cannot reach a Dask scheduler ({exc})") from None
+            except (ValueError, TypeError) as exc:          # dask's address parser: scheme, host, port
+                raise ScenarioError(f"--cluster {self.cluster}: not a Dask scheduler address such as "
+                                    f"'tcp://host:8786' ({exc})") from None
         return self
 
     def __exit__(self, *exc) -> None:

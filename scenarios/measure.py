@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt, PositiveInt
 
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.progress import progress_bar, status
@@ -29,8 +29,8 @@ class SimulateSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     instructions: PositiveInt = 2_000_000
     warmup: NonNegativeInt = 0                   # program instructions run uncounted first (caches warm)
-    sampling: list[float] | None = None          # [s_d, s_p, s_i] in the seed's seconds
-    time_scale: float = Field(default=DEFAULT_TIME_SCALE, gt=0)
+    sampling: list[FiniteFloat] | None = None    # [s_d, s_p, s_i] in the seed's seconds
+    time_scale: float = Field(default=DEFAULT_TIME_SCALE, gt=0, allow_inf_nan=False)
     pmu: Literal["ideal", "physical"] = "ideal"
     os_noise: bool = True
     predictor: str | None = None
@@ -40,7 +40,11 @@ class SimulateSpec(BaseModel):
             return None
         if len(self.sampling) != 3:
             raise SimulatorInputError(f"sampling: expected [s_d, s_p, s_i], got {self.sampling}")
-        return Sampling(*self.sampling).scaled(self.time_scale)
+        sampling = Sampling(*self.sampling)
+        try:
+            return sampling.scaled(self.time_scale)
+        except SimulatorInputError as exc:
+            raise SimulatorInputError(f"sampling x time_scale {self.time_scale:g}: {exc}") from None
 
     def collect_spec(self) -> CollectSpec:
         return CollectSpec(instructions=self.instructions, warmup=self.warmup, sampling=self.sampling_scaled(),

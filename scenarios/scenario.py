@@ -22,6 +22,7 @@ before anything runs, so a typo fails at once with one line.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,8 @@ def load_scenario(path: str | Path, seed: int | None = None) -> tuple[Scenario, 
     if scenario.schema_version != SCENARIO_SCHEMA_VERSION:
         raise ScenarioError(f"{path}: schema_version {scenario.schema_version} is not supported "
                             f"(this whatif reads version {SCENARIO_SCHEMA_VERSION})")
+    check_run_limit(scenario, str(path))          # first: before the study kinds load or anything is built
+    check_platforms(scenario, str(path))
     kinds = study_kinds()
     if scenario.study not in kinds:
         raise ScenarioError(f"{path}: study: unknown study kind {scenario.study!r}; known: {', '.join(sorted(kinds))}")
@@ -134,18 +137,36 @@ def replicate_seeds(scenario: Scenario) -> list[int]:
 
 
 def planned_runs(scenario: Scenario) -> int:
-    points = int(np.prod([len(v) for v in scenario.sweep.values()])) if scenario.sweep else 1
+    points = math.prod(len(v) for v in scenario.sweep.values())     # exact: no int64 wrap-around
     return (len(scenario.variants) * len(scenario.platforms) * points * max(1, len(scenario.workloads))
             * scenario.binaries * scenario.replicates)
 
 
-def expand_runs(scenario: Scenario, source: str, extra_overrides: list[str] = ()) -> list[Run]:
-    """Every run of the scenario, with all overrides validated against every platform first."""
+def check_run_limit(scenario: Scenario, source: str) -> None:
+    """Refuse a scenario that plans more than :data:`MAX_RUNS` runs: counted, never allocated."""
     n = planned_runs(scenario)
-    if n > MAX_RUNS:        # checked before anything is allocated
+    if n > MAX_RUNS:
         raise ScenarioError(f"{source}: the scenario plans {n:,} runs (variants x platforms x sweep points x "
                             f"workloads x binaries x replicates); the limit is {MAX_RUNS:,}")
-    cli = [split_assignment(item) for item in extra_overrides]
+
+
+def check_platforms(scenario: Scenario, source: str) -> None:
+    """Every platform of the scenario loads (an unknown name lists the known ones)."""
+    for i, platform in enumerate(scenario.platforms):
+        try:
+            load_platform(platform)
+        except SimulatorInputError as exc:
+            raise ScenarioError(f"{source}: platforms[{i}]: {exc}") from None
+
+
+def expand_runs(scenario: Scenario, source: str, extra_overrides: list[str] = ()) -> list[Run]:
+    """Every run of the scenario, with all overrides validated against every platform first."""
+    check_run_limit(scenario, source)
+    try:
+        cli = [split_assignment(item) for item in extra_overrides]
+    except SimulatorInputError as exc:
+        raise ScenarioError(f"{source}: --set: {exc}") from None
+    check_platforms(scenario, source)
     sweep_keys = list(scenario.sweep)
     for key, values in scenario.sweep.items():
         if not values:
@@ -160,12 +181,13 @@ def expand_runs(scenario: Scenario, source: str, extra_overrides: list[str] = ()
                 for where, items in ((f"variants.{variant}", overrides.items()), ("sweep", point.items()),
                                      ("--set", cli)):
                     try:
-                        load_platform(platform, tuple((_strip_prefix(k), v) for k, v in items))
+                        load_platform(platform, tuple((_strip_prefix(k), v) for k, v in items),
+                                      label="--set" if where == "--set" else "override")
                     except SimulatorInputError as exc:
                         raise ScenarioError(f"{source}: {where}: {exc}") from None
                 ov = tuple((_strip_prefix(k), v) for k, v in [*overrides.items(), *point.items(), *cli])
                 try:
-                    load_platform(platform, ov)
+                    load_platform(platform, ov, label="the overrides together:")
                 except SimulatorInputError as exc:
                     raise ScenarioError(f"{source}: variants.{variant}: {exc}") from None
                 for workload in scenario.workloads or [None]:

@@ -10,4 +10,7 @@ class SimulatorInputError(ValueError):
 
 def constraint_error(param: str, owner: str, must: str, got: object) -> SimulatorInputError:
     """The one message template for parameter constraints (scikit-learn style)."""
+    item = getattr(got, "item", None)
+    if callable(item) and type(got).__module__ == "numpy":      # np.float64(nan) -> nan
+        got = item()
     return SimulatorInputError(f"The '{param}' parameter of {owner} must be {must}. Got {got!r} instead.")

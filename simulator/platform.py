@@ -20,6 +20,7 @@ from typing import Any, Iterable, Literal
 from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator,
                       model_validator)
 
+from whatif.files import file_problem
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import ISAS
 from whatif.simulator.memory.policies import PAGE_MAPPINGS, PREFETCHERS, REPLACEMENT, WALKS
@@ -376,8 +377,8 @@ def platform_names() -> list[str]:
 def platform_path(name_or_path: str | Path) -> Path:
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists():
-        if not p.is_file():
-            raise SimulatorInputError(f"{p}: no such file")
+        if (problem := file_problem(p)) is not None:
+            raise SimulatorInputError(f"{p}: {problem}")
         return p
     candidate = PLATFORM_DIR / f"{name_or_path}.toml"
     if not candidate.is_file():
@@ -389,19 +390,22 @@ def parse_overrides(items: Iterable[str | tuple[str, Any]]) -> list[tuple[str, A
     return [split_assignment(i) if isinstance(i, str) else (i[0], i[1]) for i in items]
 
 
-def load_platform(name_or_path: str | Path, overrides: Iterable[str | tuple[str, Any]] = ()) -> Platform:
-    """Load a shipped platform by name (or a TOML file by path) and apply dotted overrides."""
+def load_platform(name_or_path: str | Path, overrides: Iterable[str | tuple[str, Any]] = (),
+                  label: str = "--set") -> Platform:
+    """Load a shipped platform by name (or a TOML file by path) and apply dotted overrides; ``label`` says
+    where the overrides came from in messages (``--set``, or a scenario's ``variants.big``)."""
     path = platform_path(name_or_path)
     raw = load_toml(path)
     source = str(path) if path.parent != PLATFORM_DIR else f"platforms/{path.name}"
     platform = validate_model(Platform, raw, source)
     ov = parse_overrides(overrides)
     if ov:
-        platform = with_overrides(platform, ov, source=source)
+        platform = with_overrides(platform, ov, source=source, label=label)
     return platform
 
 
-def with_overrides(platform: Platform, overrides: Iterable[tuple[str, Any]], source: str = "override") -> Platform:
+def with_overrides(platform: Platform, overrides: Iterable[tuple[str, Any]], source: str = "override",
+                   label: str = "--set") -> Platform:
     doc = apply_overrides(platform.model_dump(), overrides, SHORTHAND_TABLES, what="platform")
-    keys = ", ".join(k for k, _ in overrides)
-    return validate_model(Platform, doc, f"{source} with --set {keys}")
+    keys = ", ".join(f"{k}={v}" for k, v in overrides)
+    return validate_model(Platform, doc, f"{source} with {label} {keys}")

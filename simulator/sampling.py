@@ -17,6 +17,7 @@ sensitivity analysis is about, are kept.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +41,10 @@ class Sampling:
     interval_s: float    # s_i
 
     def __post_init__(self) -> None:
+        values = {"s_d": self.delay_s, "s_p": self.period_s, "s_i": self.interval_s}
+        bad = next((k for k, v in values.items() if not math.isfinite(v)), None)
+        if bad is not None:
+            raise SimulatorInputError(f"sampling {bad} must be a finite number of seconds, got {values[bad]}")
         if self.delay_s < 0:
             raise SimulatorInputError(f"sampling delay s_d must be >= 0, got {self.delay_s}")
         if self.period_s <= 0 or self.interval_s <= 0:
@@ -65,7 +70,10 @@ class Sampling:
             sd, sp, si = (float(x) for x in text.split(","))
         except ValueError:
             raise SimulatorInputError(f"--sampling expects SD,SP,SI in seconds (e.g. 10,5,3), got {text!r}") from None
-        return cls(sd, sp, si)
+        try:
+            return cls(sd, sp, si)
+        except SimulatorInputError as exc:
+            raise SimulatorInputError(f"--sampling {text}: {exc}") from None
 
 
 def sample(machine: Machine, sampling: Sampling, log: list | None = None) -> list[dict]:

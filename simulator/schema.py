@@ -7,27 +7,48 @@ error reads the same way: ``<file>: <field path>: <what is wrong> (got <value>)`
 from __future__ import annotations
 
 import difflib
+import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ValidationError
 
+from whatif.files import file_problem
 from whatif.simulator.errors import SimulatorInputError
 
 
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Parse a TOML file; a missing file or a syntax error becomes one clear line."""
     path = Path(path)
-    if not path.is_file():
-        raise SimulatorInputError(f"{path}: no such file")
+    if (problem := file_problem(path)) is not None:
+        raise SimulatorInputError(f"{path}: {problem}")
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            doc = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise SimulatorInputError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise SimulatorInputError(f"{path}: not a UTF-8 text file") from None
+    bad = first_non_finite(doc)
+    if bad is not None:
+        raise SimulatorInputError(f"{path}: {bad[0]}: must be a finite number, got {bad[1]}")
+    return doc
+
+
+def first_non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
+    """The first ``nan`` or ``inf`` (TOML allows both) in a parsed document, as (dotted path, value):
+    no quantity of a platform, workload or scenario is infinite or undefined."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "value", value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        path = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else str(key)
+        found = first_non_finite(item, path)
+        if found is not None:
+            return found
+    return None
 
 
 def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> str:
@@ -69,6 +90,45 @@ def load_versioned(path: str | Path, model: type[BaseModel], current: int, chang
     return validate_model(model, raw, str(path))
 
 
+_TABLE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+_KEY = re.compile(r'^\s*("[^"]*"|[A-Za-z0-9_-]+)\s*=\s*(.*)$')
+
+
+def value_comments(path: str | Path) -> dict[str, str]:
+    """The comment on each ``key = value`` line of a TOML data file, by dotted key (``caches.L1I.size_kb``):
+    where whatif's data files give a value's source (``[ORM] 32 KB``) or mark it ``estimate``.  A value
+    written over several lines takes the comment of its first; keys inside inline tables get none."""
+    out: dict[str, str] = {}
+    table = ""
+    for line in Path(path).read_text().splitlines():
+        m = _TABLE.match(line)
+        if m:
+            table = ".".join(part.strip().strip('"') for part in m.group(1).split("."))
+            continue
+        m = _KEY.match(line)
+        if m is None or line.lstrip().startswith("#"):
+            continue
+        key, rest = m.group(1).strip('"'), m.group(2)
+        hash_at = _comment_start(rest)
+        if hash_at is not None:
+            out[f"{table}.{key}" if table else key] = rest[hash_at + 1:].strip()
+    return out
+
+
+def _comment_start(text: str) -> int | None:
+    """Where a ``#`` comment starts in a TOML value's line (outside strings), or None."""
+    quote = None
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return i
+    return None
+
+
 def validate_model(model: type[BaseModel], data: dict[str, Any], source: str) -> BaseModel:
     try:
         return model.model_validate(data)
@@ -92,7 +152,10 @@ def split_assignment(item: str) -> tuple[str, Any]:
     key = key.strip()
     if not key:
         raise SimulatorInputError(f"override {item!r}: empty key")
-    return key, parse_value(value.strip())
+    parsed = parse_value(value.strip())
+    if first_non_finite(parsed) is not None:
+        raise SimulatorInputError(f"override {item!r}: the value must be a finite number")
+    return key, parsed
 
 
 def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
@@ -128,11 +191,22 @@ def resolve_path(doc: dict[str, Any], key: str, shorthands: Iterable[str] = (), 
             node = node[match]
         else:
             if isinstance(node, dict) and node:
-                continue   # a whole table: not settable as one value
+                inside = list(flatten(node, ".".join(map(str, exact))))
+                raise SimulatorInputError(f"{what} key {key!r} names a table, not a value; set one of its keys, "
+                                          f"e.g. {', '.join(inside[:3])}")
             return exact
     known = list(flatten(doc))
     close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    if not close:               # the last component alone: 'assoc' -> caches.L2.associativity, ...
+        leaf = parts[-1].lower()
+        close = [k for k in known if k.rsplit(".", 1)[-1].lower().startswith(leaf)
+                 or difflib.get_close_matches(leaf, [k.rsplit(".", 1)[-1].lower()], cutoff=0.75)][:3]
+    if close:
+        hint = f"; did you mean {', '.join(close)}?"
+    else:
+        tops = ", ".join(str(k) for k in doc)
+        short = [f"{t}.{name} as {name}" for t in shorthands if isinstance(doc.get(t), dict) for name in list(doc[t])[:2]]
+        hint = f"; keys are dotted paths under {tops}" + (f" ({', '.join(short)}, ...)" if short else "")
     raise SimulatorInputError(f"unknown {what} key {key!r}{hint}")
 
 

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt,
                       ValidationError, model_validator)
 
+from whatif.files import file_problem
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.schema import check_schema_version, format_validation_error, load_toml
 
@@ -407,8 +408,8 @@ def _load_catalog_cached(path: str, mtime: float) -> Catalog:
 def load_catalog(path: str | Path) -> Catalog:
     """Load and validate a catalog file (every workload and every phase)."""
     p = Path(path)
-    if not p.is_file():
-        raise SimulatorInputError(f"{p}: no such file")
+    if (problem := file_problem(p)) is not None:
+        raise SimulatorInputError(f"{p}: {problem}")
     return _load_catalog_cached(str(p.resolve()), p.stat().st_mtime)
 
 

@@ -95,6 +95,21 @@ def test_show_with_override_and_text():
     assert "caches.L3.size_kb" in result.stdout and "4096" in result.stdout
 
 
+def test_show_sources_gives_each_value_its_source_or_estimate_mark():
+    """Every resolved value gets where it came from: the platform file's comment on it (a citation or an
+    estimate mark), --set, or the schema's default; --json carries the same map."""
+    result = invoke("show", "platform", "nehalem", "--sources", "--set", "l2.size_kb=512")
+    assert result.exit_code == 0, result.output
+    line = {ln.split("=")[0].strip(): ln for ln in result.stdout.splitlines() if "=" in ln}
+    assert line["caches.L2.size_kb"].endswith("# --set")
+    assert "# [S002] Table 2: 256 KB" in invoke("show", "platform", "nehalem", "--sources").stdout
+    assert "estimate" in line["core.mispredict_penalty"] and line["core.agi_penalty"].endswith("# default")
+    assert "values marked estimate" in result.stdout
+    doc = json.loads(invoke("show", "platform", "z10", "--sources", "--json").stdout)
+    assert set(doc["sources"]) == set(flatten({k: v for k, v in doc.items() if k != "sources"}))
+    assert doc["sources"]["caches.L1I.line_bytes"] == "[RWT] 256-byte lines"
+
+
 # ------------------------------------------------------------------------------------ cachesim
 def test_cachesim_lackey_json_shape(tmp_path):
     trace = tmp_path / "t.lackey"

@@ -47,7 +47,11 @@ def test_structural_errors(text, message):
 def test_profile_sniffing(tmp_path):
     with pytest.raises(ModelInputError, match="no such file"):
         read_profile(tmp_path / "missing.json")
-    binary = tmp_path / "blob.db"
+    binary = tmp_path / "blob.bin"
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ModelInputError, match="not UTF-8 text"):
         read_profile(binary)
+    named_db = tmp_path / "blob.db"                 # named as a database: never read as JSON
+    named_db.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ModelInputError, match="not a SQLite database"):
+        read_profile(named_db)

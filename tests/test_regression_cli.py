@@ -164,3 +164,23 @@ def test_bad_exclude_name(table, tmp_path):
 
 def test_bad_missing_file(tmp_path):
     _bad(tmp_path, [str(tmp_path / "none.csv"), "-r", "cycles"], "none.csv: no such file")
+
+
+def test_a_study_table_is_regressed_on_events_not_on_its_identifying_columns(tmp_path, table):
+    """``heap_factor`` (written by the regression study) and the swept keys that the manifest beside a
+    study's totals table records are identifying columns: never predictors by default."""
+    _, df = table
+    study = tmp_path / "study"
+    study.mkdir()
+    df.assign(heap_factor=[1.0 + 0.5 * (i % 4) for i in range(len(df))],
+              **{"l2.size_kb": [512 * (1 + i % 2) for i in range(len(df))]}).to_parquet(study / "totals.parquet")
+    (study / "manifest.json").write_text(json.dumps({
+        "whatif_results": 1, "files": ["totals.parquet", "manifest.json"],
+        "scenario": {"sweep": {"l2.size_kb": [512, 1024]}},
+        "parameters": {"runs": [{"run": "base[l2.size_kb=512]", "variant": "base", "platform": "mpc7447a",
+                                 "l2.size_kb": 512, "replicate": 0, "overrides": {"l2.size_kb": 512}}]}}))
+    result = runner.invoke(app, ["regress", str(study / "totals.parquet"), "-r", "cycles", "--order", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["predictors"] == ["ev00", "ev01", "ev02", "ev03"]
+    assert {"heap_factor", "l2.size_kb"} <= set(doc["settings"]["id_columns"])

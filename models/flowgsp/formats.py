@@ -16,9 +16,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from whatif.files import file_problem
 from whatif.models.errors import ModelInputError
 from whatif.models.flowgsp.graph import EFG
 from whatif.models.flowgsp.profile_db import is_sqlite_file, read_sqlite
+
+
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")      # a file so named is never read as JSON
 
 
 def parse_json(text: str, source: str = "<string>") -> EFG:
@@ -51,8 +55,11 @@ def write_json(efg: EFG, path: str | Path) -> None:
 def read_profile(path: str | Path, prologue_bytes: int = 16) -> EFG:
     """An EFG from ``path``: a SQLite profile database (detected by its header) or a JSON file."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelInputError(f"{path}: no such file")
+    if (problem := file_problem(path)) is not None:
+        raise ModelInputError(f"{path}: {problem}")
     if is_sqlite_file(path):
         return read_sqlite(path, prologue_bytes=prologue_bytes)
+    if path.suffix.lower() in SQLITE_SUFFIXES:
+        raise ModelInputError(f"{path}: not a SQLite database (its first bytes are not the SQLite header); "
+                              f"expected a SQLite profile, or an EFG as .json")
     return read_json(path)

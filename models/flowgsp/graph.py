@@ -15,6 +15,7 @@ a walk is a sequence of vertices, so two parallel edges are one step of flow.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
@@ -107,15 +108,16 @@ class EFG:
                     raise ModelInputError(f"{vwhere}: must be an object with 'id', 'weight' and 'attributes'")
                 vid = vert.get("id")
                 if not _is_int(vid):
-                    raise ModelInputError(f"{vwhere}.id: must be an integer, got {vid!r}")
+                    raise ModelInputError(f"{vwhere}.id: must be a 64-bit integer, got {_brief(vid)}")
                 if vid in local:
-                    raise ModelInputError(f"{vwhere}.id: duplicate vertex id {vid} in method {name!r}")
+                    raise ModelInputError(f"{vwhere}.id: duplicate vertex id {vid} in method {_brief(name)}")
                 w = vert.get("weight", 0)
-                if not _is_number(w) or not np.isfinite(w) or w < 0:
-                    raise ModelInputError(f"{vwhere}.weight: must be a non-negative number, got {w!r}")
+                if not _is_finite_number(w) or w < 0:
+                    raise ModelInputError(f"{vwhere}.weight: must be a non-negative number, got {_brief(w)}"
+                                      f"{_why_not(w)}")
                 attrs = vert.get("attributes", [])
                 if not isinstance(attrs, list) or not all(isinstance(a, str) and a for a in attrs):
-                    raise ModelInputError(f"{vwhere}.attributes: must be a list of non-empty strings, got {attrs!r}")
+                    raise ModelInputError(f"{vwhere}.attributes: must be a list of non-empty strings, got {_brief(attrs)}")
                 local[int(vid)] = base + len(local)
                 vids.append(int(vid))
                 weights.append(float(w))
@@ -123,15 +125,16 @@ class EFG:
             for ei, edge in enumerate(meth["edges"]):
                 ewhere = f"{where}.edges[{ei}]"
                 if not isinstance(edge, (list, tuple)) or len(edge) != 3:
-                    raise ModelInputError(f"{ewhere}: must be [src_id, dst_id, frequency], got {edge!r}")
+                    raise ModelInputError(f"{ewhere}: must be [src_id, dst_id, frequency], got {_brief(edge)}")
                 s, d, f = edge
                 for role, vid in (("source", s), ("target", d)):
                     if not _is_int(vid):
-                        raise ModelInputError(f"{ewhere}: {role} id must be an integer, got {vid!r}")
+                        raise ModelInputError(f"{ewhere}: {role} id must be a 64-bit integer, got {_brief(vid)}")
                     if vid not in local:
                         raise ModelInputError(f"{ewhere}: edge to unknown vertex {vid} ({role}) in method {name!r}")
-                if not _is_number(f) or not np.isfinite(f) or f < 0:
-                    raise ModelInputError(f"{ewhere}: frequency must be a non-negative number, got {f!r}")
+                if not _is_finite_number(f) or f < 0:
+                    raise ModelInputError(f"{ewhere}: frequency must be a non-negative number, got "
+                                      f"{_brief(f)}{_why_not(f)}")
                 src.append(local[s])
                 dst.append(local[d])
                 freq.append(float(f))
@@ -170,10 +173,10 @@ class EFG:
         if np.any(~np.isfinite(weight)) or np.any(weight < 0):
             bad = int(np.flatnonzero(~(weight >= 0) | ~np.isfinite(weight))[0])
             raise ModelInputError(f"{source}: vertex {_describe(method_names, method_ptr, vertex_ids, bad)} "
-                                  f"has weight {weight[bad]!r}; weights must be non-negative numbers")
+                                  f"has weight {float(weight[bad])}; weights must be non-negative numbers")
         if np.any(~np.isfinite(edge_freq)) or np.any(edge_freq < 0):
             bad = int(np.flatnonzero(~(edge_freq >= 0) | ~np.isfinite(edge_freq))[0])
-            raise ModelInputError(f"{source}: edge {bad} has frequency {edge_freq[bad]!r}; "
+            raise ModelInputError(f"{source}: edge {bad} has frequency {float(edge_freq[bad])}; "
                                   "frequencies must be non-negative numbers")
         if len(edge_src) and (edge_src.min() < 0 or edge_dst.min() < 0 or max(edge_src.max(), edge_dst.max()) >= n):
             raise ModelInputError(f"{source}: an edge refers to an unknown vertex")
@@ -187,10 +190,14 @@ class EFG:
                                       f"{_describe(method_names, method_ptr, vertex_ids, int(edge_dst[bad]))})")
         if len(edge_src) == 0:
             raise ModelInputError(f"{source}: the graph has no edges; FlowGSP needs edge frequencies")
-        if not edge_freq.sum() > 0:
-            raise ModelInputError(f"{source}: all edge frequencies are zero; they cannot be normalised")
-        if not weight.sum() > 0:
-            raise ModelInputError(f"{source}: all vertex weights are zero; they cannot be normalised")
+        with np.errstate(over="ignore"):
+            totals = {"edge frequencies": edge_freq.sum(), "vertex weights": weight.sum()}
+        for what, values in (("edge frequencies", edge_freq), ("vertex weights", weight)):
+            if not totals[what] > 0:
+                raise ModelInputError(f"{source}: all {what} are zero; they cannot be normalised")
+            if not np.isfinite(totals[what]):
+                raise ModelInputError(f"{source}: the {what} sum to more than a float64 holds "
+                                      f"(largest {float(values.max()):g}); they cannot be normalised")
         # merge duplicate (src, dst) pairs, sort by (src, dst)
         key = edge_src * max(n, 1) + edge_dst
         uniq, inverse = np.unique(key, return_inverse=True)
@@ -328,12 +335,37 @@ class EFG:
                                source=self.source)
 
 
+_INT64 = np.iinfo(np.int64)
+
+
+def _why_not(x: object) -> str:
+    """Why a non-negative value is still refused (for messages)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x > 0:
+        return " (an integer count must be below 2**63)"
+    return ""
+
+
+def _brief(x: object, limit: int = 60) -> str:
+    """``repr(x)`` for a message, a huge one shortened (a JSON integer may have thousands of digits)."""
+    text = repr(x.item() if isinstance(x, np.generic) else x)
+    return text if len(text) <= limit else f"{text[:limit - 12]}... ({len(text)} characters)"
+
+
 def _is_int(x: object) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+    """An integer that fits the int64 arrays (JSON integers are unbounded)."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool) and _INT64.min <= x <= _INT64.max
 
 
-def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+def _is_finite_number(x: object) -> bool:
+    """A finite float, or an integer count that fits 64 bits (JSON integers are unbounded)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return _is_int(x)
+    if not isinstance(x, (float, np.floating)):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False
 
 
 def _plain(x: float) -> float | int:

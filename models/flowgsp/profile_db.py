@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from whatif.models.errors import ModelInputError
+from whatif.models.errors import ModelInputError, shown
 from whatif.models.flowgsp.graph import EFG
 
 SCHEMA: dict[str, tuple[str, ...]] = {
@@ -124,7 +124,7 @@ def _numeric(df: pd.DataFrame, table: str, column: str, source: str, integer: bo
         row = int(np.flatnonzero(bad.to_numpy())[0])
         kind = "an integer" if integer else "a number"
         raise ModelInputError(f"{source}: table {table} row {row + 1} column {column}: "
-                              f"must be {kind}, got {df[column].iloc[row]!r}")
+                              f"must be {kind}, got {shown(df[column].iloc[row])}")
     return values.to_numpy(dtype=np.int64 if integer else float)
 
 
@@ -175,7 +175,7 @@ def efg_from_tables(tables: Mapping[str, pd.DataFrame], source: str = "<tables>"
     if (iav["count"] < 0).any():
         row = int(np.flatnonzero((iav["count"] < 0).to_numpy())[0])
         raise ModelInputError(f"{source}: table IA row {row + 1} column count: must be non-negative, "
-                              f"got {iav['count'].iloc[row]!r}")
+                              f"got {shown(iav['count'].iloc[row])}")
     iav = iav.merge(ins[["symbol_id", "offset", "v"]], on=["symbol_id", "offset"], how="inner")
     iav = iav.groupby(["v", "event"], as_index=False, sort=True)["count"].sum()
     ticks = iav[iav.event == TICKS]
@@ -236,7 +236,7 @@ def efg_from_tables(tables: Mapping[str, pd.DataFrame], source: str = "<tables>"
     if bad_kind.any():
         row = int(np.flatnonzero(bad_kind.to_numpy())[0])
         raise ModelInputError(f"{source}: table CFGEdge row {row + 1} column kind: must be one of "
-                              f"{', '.join(EDGE_KINDS)}, got {edge['kind'].iloc[row]!r}")
+                              f"{', '.join(EDGE_KINDS)}, got {shown(edge['kind'].iloc[row])}")
     is_out = cfg.kind.str.endswith("out")
     has_out = cfg[is_out].symbol_id.unique()
     cfg = cfg[is_out | ~cfg.symbol_id.isin(has_out)]

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from whatif.models.errors import ModelInputError
+from whatif.models.errors import ModelInputError, shown
 from whatif.models.params import Interval, ListOf, Parameterised
 
 #: object sizes of seed 003 Table 5-4 (payload bytes)
@@ -178,7 +178,7 @@ def normalise_microbench(df: pd.DataFrame, source: str = "microbenchmark table")
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
         raise ModelInputError(f"{source}: row {row + 1}, column 'step': must be one of {', '.join(STEPS)}, "
-                              f"got {df['step'].iloc[row]!r}")
+                              f"got {shown(df['step'].iloc[row])}")
     out["step"] = steps.to_numpy()
     if "heap_bytes" in cols:
         out["heap_bytes"] = _numeric(df, "heap_bytes", source, positive=True).to_numpy()
@@ -198,7 +198,7 @@ def normalise_microbench(df: pd.DataFrame, source: str = "microbenchmark table")
         if bad.any():
             row = int(bad.to_numpy().nonzero()[0][0])
             raise ModelInputError(f"{source}: row {row + 1}, column 'purpose': must be one of "
-                                  f"{', '.join(PURPOSES)}, got {df['purpose'].iloc[row]!r}")
+                                  f"{', '.join(PURPOSES)}, got {shown(df['purpose'].iloc[row])}")
         out["purpose"] = purpose.to_numpy()
     else:
         out["purpose"] = ["fanin" if fi > 1 else "fanout" if f > 1 else "size"

@@ -32,19 +32,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from whatif.models.errors import ModelInputError
+from whatif.files import file_problem
+from whatif.models.errors import ModelInputError, shown
+from whatif.models.tables import read_csv
 from whatif.models.hbench.microbench import MB, _numeric
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """A CSV or Parquet table; errors become one line."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelInputError(f"{path}: no such file")
+    if (problem := file_problem(path)) is not None:
+        raise ModelInputError(f"{path}: {problem}")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        return read_csv(path)
+    except ModelInputError:
+        raise
     except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
         raise ModelInputError(f"{path}: cannot read the table ({type(exc).__name__}: {exc})".splitlines()[0]) from None
 
@@ -57,7 +61,7 @@ def _bool(df: pd.DataFrame, col: str, source: str) -> np.ndarray:
                                                          "yes": True, "no": False})
     if mapped.isna().any():
         row = int(mapped.isna().to_numpy().nonzero()[0][0])
-        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: not a boolean ({s.iloc[row]!r})")
+        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: not a boolean ({shown(s.iloc[row])})")
     return mapped.astype(bool).to_numpy()
 
 

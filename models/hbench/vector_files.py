@@ -30,7 +30,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from whatif.files import file_problem
 from whatif.models.errors import ModelInputError
+from whatif.models.tables import read_csv
 
 VECTOR_FILE_VERSION = 1
 DATA_DIR = Path(__file__).parent / "data"
@@ -49,7 +51,9 @@ class VectorTables:
 
 def _wide_csv(path: Path, key: str, value: str) -> tuple[pd.DataFrame, dict[str, str]]:
     try:
-        df = pd.read_csv(path)
+        df = read_csv(path)
+    except ModelInputError:
+        raise
     except (OSError, ValueError) as exc:
         raise ModelInputError(f"{path}: cannot read CSV: {exc}") from None
     if "primitive" not in df.columns:
@@ -78,8 +82,8 @@ def read_vector_file(path: str | Path) -> VectorTables:
     """The vectors of a CSV or TOML file.  A CSV is read as a system vector when its name does not say
     otherwise; ``read_app_csv`` reads an application CSV."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelInputError(f"{path}: no such file")
+    if (problem := file_problem(path)) is not None:
+        raise ModelInputError(f"{path}: {problem}")
     if path.suffix.lower() == ".csv":
         systems, units = _wide_csv(path, "system", "cost")
         return VectorTables(systems, pd.DataFrame(columns=["application", "primitive", "count"]),
@@ -117,8 +121,8 @@ def read_vector_file(path: str | Path) -> VectorTables:
 def read_app_csv(path: str | Path) -> pd.DataFrame:
     """An application-vector CSV: ``primitive`` then one column of counts per application."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelInputError(f"{path}: no such file")
+    if (problem := file_problem(path)) is not None:
+        raise ModelInputError(f"{path}: {problem}")
     return _wide_csv(path, "application", "count")[0]
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from whatif.models.errors import ModelInputError
+from whatif.models.errors import ModelInputError, shown
 from whatif.models.params import NoneOr, Parameterised, String
 from whatif.models.summary import Summary
 
@@ -42,9 +42,9 @@ DISTRIBUTION_COLUMNS = ("application", "primitive", "size", "count")
 def speedup(s1: float, s2: float, user_over_s1: float = 0.0) -> float:
     """r' = (1 + u/s1) / (s2/s1 + u/s1); with ``user_over_s1 = 0`` this is r = s1/s2 (§6.3.3.3)."""
     if not s1 > 0 or not s2 > 0:
-        raise ModelInputError(f"speedup needs positive latencies, got s1={s1!r}, s2={s2!r}")
+        raise ModelInputError(f"speedup needs positive latencies, got s1={shown(s1)}, s2={shown(s2)}")
     if not user_over_s1 >= 0:
-        raise ModelInputError(f"speedup needs u/s1 >= 0, got {user_over_s1!r}")
+        raise ModelInputError(f"speedup needs u/s1 >= 0, got {shown(user_over_s1)}")
     return (1.0 + user_over_s1) / (s2 / s1 + user_over_s1)
 
 
@@ -62,13 +62,13 @@ def _long(df: pd.DataFrame, columns: tuple[str, ...], what: str, source: str) ->
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise ModelInputError(f"{source}: {what} row {row + 1} ({out[columns[0]].iloc[row]}, "
                                   f"{out[columns[1]].iloc[row]}): {c} must be a non-negative number, got "
-                                  f"{df[c].iloc[row]!r}")
+                                  f"{shown(df[c].iloc[row])}")
         out[c] = values.astype(float)
     dup = out.duplicated(list(columns[:-1]) if len(columns) == 4 else list(columns[:2]))
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0])
         raise ModelInputError(f"{source}: {what} row {row + 1}: {out[columns[0]].iloc[row]} lists "
-                              f"{out[columns[1]].iloc[row]!r} twice")
+                              f"{shown(out[columns[1]].iloc[row])} twice")
     return out.reset_index(drop=True)
 
 
@@ -219,7 +219,7 @@ class VectorResults:
             if prim not in known:
                 raise ModelInputError(f"what-if: unknown primitive {prim!r}; known: {', '.join(sorted(known))}")
             if not (isinstance(k, (int, float)) and math.isfinite(k) and k >= 0):
-                raise ModelInputError(f"what-if: the factor of {prim!r} must be a non-negative number, got {k!r}")
+                raise ModelInputError(f"what-if: the factor of {prim!r} must be a non-negative number, got {shown(k)}")
             on = sys_v.primitive == prim
             fon = fun.primitive == prim
             if systems is not None:

@@ -13,10 +13,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from whatif.models.errors import ModelInputError
+from whatif.files import file_problem
+from whatif.models.errors import ModelInputError, shown
+from whatif.models.tables import read_csv
 
-#: Identifying columns of contract 1; never chosen as default predictors.
-ID_COLUMNS: tuple[str, ...] = ("workload", "platform", "variant", "replicate", "heap_kb", "seed", "run")
+#: Identifying columns of contract 1; never chosen as default predictors.  Besides the contract's names,
+#: the ones whatif's studies write into their totals tables (the heap size as a factor of H_min, the
+#: binary, the program seed); a study's swept keys are read from its manifest by ``whatif regress``.
+ID_COLUMNS: tuple[str, ...] = ("workload", "platform", "variant", "replicate", "heap_kb", "seed", "run",
+                               "heap_factor", "heap_index", "binary", "program_seed")
 
 #: An object/string column is taken for a numeric column with bad cells (an error) rather than an
 #: identifying column (ignored) when at least this fraction of its non-empty cells parse as numbers.
@@ -29,15 +34,15 @@ def read_counter_totals(path: str | Path) -> pd.DataFrame:
     For CSV the index is the file line of each row (named ``"line"``) so that messages can name it.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ModelInputError(f"{path}: no such file")
+    if (problem := file_problem(path)) is not None:
+        raise ModelInputError(f"{path}: {problem}")
     name = path.name.lower()
     try:
         if name.endswith((".parquet", ".pq")):
             df = pd.read_parquet(path)
             df.index = pd.RangeIndex(len(df))
         elif any(name.endswith(ext) for ext in (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")):
-            df = pd.read_csv(path, skip_blank_lines=False)
+            df = read_csv(path, skip_blank_lines=False)
             df.index = pd.RangeIndex(2, len(df) + 2, name="line")
         else:
             raise ModelInputError(f"{path}: unknown table format; expected a .csv or .parquet file")
@@ -89,7 +94,7 @@ def numeric_column(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
         bad = parsed.isna().to_numpy() & series.notna().to_numpy()
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise ModelInputError(f"{role} column '{column}' has a non-numeric value {series.iloc[pos]!r} at "
+            raise ModelInputError(f"{role} column '{column}' has a non-numeric value {shown(series.iloc[pos])} at "
                                   f"{_where(df, pos)}")
         values = parsed.to_numpy(dtype=float, na_value=np.nan)
     missing = ~np.isfinite(values)

@@ -14,7 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ModelInputError
+from whatif.files import file_problem
+
+from ..errors import ModelInputError, shown
+from ..tables import read_csv
 from .signatures import APPLICATION_COLUMNS
 
 RUN_TIME_COLUMNS = ("run_time", "run_time_s")
@@ -27,15 +30,17 @@ def read_table(path: str | Path) -> tuple[pd.DataFrame, bool]:
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
         raise ModelInputError(f"{path}: unknown table format '{path.suffix}'; expected .csv or .parquet")
-    if not path.is_file():
-        raise ModelInputError(f"{path}: no such file")
+    if (problem := file_problem(path)) is not None:
+        raise ModelInputError(f"{path}: {problem}")
     try:
         if kind == "csv":
-            df = pd.read_csv(path, skipinitialspace=True)
+            df = read_csv(path, strip_names=True, skipinitialspace=True)
             df.columns = [str(c).strip() for c in df.columns]
         else:
             df = pd.read_parquet(path)
             df = df.reset_index(drop=True)
+    except ModelInputError:
+        raise
     except (ValueError, OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ModelInputError(f"{path}: cannot read {kind} table: {first}") from None
@@ -60,7 +65,7 @@ def run_times_from_table(df: pd.DataFrame, source: str = "run times", csv_lines:
         i = np.flatnonzero(bad)[0]
         where = f"line {df.index[i] + 2}" if csv_lines else f"row {df.index[i]}"
         raise ModelInputError(f"{source} {where}: column '{rt}' must be a positive time in seconds; "
-                              f"got {df[rt].iloc[i]!r}")
+                              f"got {shown(df[rt].iloc[i])}")
     out = pd.DataFrame({"application": df[app].astype(str), "platform": df["platform"].astype(str),
                         "run_time": values})
     return out.groupby(["application", "platform"], sort=False, as_index=False)["run_time"].mean()

@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import ModelInputError
+from ..errors import ModelInputError, shown
 
 APPLICATION_COLUMNS = ("application", "workload")
 PLATFORM_COLUMN = "platform"
@@ -128,8 +128,12 @@ def _pick(df: pd.DataFrame, given: str | None, aliases: Sequence[str], what: str
 
 
 def select_stall_columns(df: pd.DataFrame, stalls: Sequence[str] | None, exclude: Sequence[str],
-                         source: str) -> list[str]:
-    """The stall columns: ``stalls`` if given (each must exist), else the default rule (module docstring)."""
+                         source: str, csv_lines: bool = False) -> list[str]:
+    """The stall columns: ``stalls`` if given (each must exist), else the default rule (module docstring).
+
+    A column named like a stall is a stall column whatever its cells hold: a text cell in it is an error
+    naming its line, never a reason to leave the column out.  Without such names, a column whose
+    non-empty cells are mostly numbers is numeric too (its other cells are errors)."""
     if stalls is not None:
         stalls = list(stalls)
         missing = [s for s in stalls if s not in df.columns]
@@ -141,12 +145,11 @@ def select_stall_columns(df: pd.DataFrame, stalls: Sequence[str] | None, exclude
         chosen = stalls
     else:
         skip = set(exclude) | set(IDENTIFYING_COLUMNS) | set(CYCLES_COLUMNS) | set(INSTRUCTIONS_COLUMNS)
-        numeric = [c for c in df.columns if c not in skip and _is_numeric(df[c])]
-        named = [c for c in numeric if "stall" in str(c).lower()]
-        chosen = named or numeric
+        candidates = [c for c in df.columns if c not in skip]
+        named = [c for c in candidates if "stall" in str(c).lower()]
+        chosen = named or [c for c in candidates if _is_numeric(df[c]) or _mostly_numeric(df[c])]
     for c in chosen:
-        if not _is_numeric(df[c]):
-            raise ModelInputError(f"{source}: stall column '{c}' is not numeric")
+        _check_numeric(df, c, source, csv_lines)
     if len(chosen) < 2:
         raise ModelInputError(f"{source}: a signature needs at least 2 stall columns; found "
                               f"{len(chosen)} ({', '.join(map(str, chosen)) or 'none'}); name them with --stalls")
@@ -155,6 +158,28 @@ def select_stall_columns(df: pd.DataFrame, stalls: Sequence[str] | None, exclude
 
 def _is_numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def _mostly_numeric(s: pd.Series) -> bool:
+    """Most non-empty cells of a text column parse as numbers: a numeric column with bad cells."""
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
+        return False
+    present = s.dropna()
+    return len(present) > 0 and pd.to_numeric(present, errors="coerce").notna().mean() >= 0.5
+
+
+def _check_numeric(df: pd.DataFrame, column, source: str, csv_lines: bool) -> None:
+    """Every non-empty cell of ``column`` is a number; else the first that is not, by its line."""
+    s = df[column]
+    if pd.api.types.is_bool_dtype(s):
+        raise ModelInputError(f"{source}: stall column '{column}' holds true/false values, not counts")
+    if _is_numeric(s):
+        return
+    bad = (pd.to_numeric(s, errors="coerce").isna() & s.notna()).to_numpy()
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise ModelInputError(f"{_where(source, df.index[pos], csv_lines)}: stall column '{column}' has a "
+                              f"non-numeric value {shown(s.iloc[pos])}")
 
 
 def _platform_stalls(block: pd.DataFrame, apps: pd.Series, stalls: list[str], platform: str,
@@ -215,7 +240,7 @@ def signatures_from_time_series(df: pd.DataFrame, *, stalls: Sequence[str] | Non
     app_col = _application_column(df, source)
     cyc = _pick(df, cycles, CYCLES_COLUMNS, "cycles", source)
     ins = _pick(df, instructions, INSTRUCTIONS_COLUMNS, "instructions", source)
-    stall_cols = select_stall_columns(df, stalls, exclude=[app_col, cyc, ins], source=source)
+    stall_cols = select_stall_columns(df, stalls, exclude=[app_col, cyc, ins], source=source, csv_lines=csv_lines)
     if cyc in stall_cols or ins in stall_cols:
         raise ModelInputError(f"{source}: the cycles/instructions columns cannot also be stall columns")
     apps, plats = _labels(df, app_col, source, csv_lines)
@@ -224,21 +249,21 @@ def signatures_from_time_series(df: pd.DataFrame, *, stalls: Sequence[str] | Non
         bad = ~np.isfinite(v) | (v <= 0)
         if bad.any():
             raise ModelInputError(f"{_where(source, df.index[bad][0], csv_lines)}: column '{col}' must be a "
-                                  f"positive number; got {df[col].iloc[np.flatnonzero(bad)[0]]!r}")
+                                  f"positive number; got {shown(df[col].iloc[np.flatnonzero(bad)[0]])}")
     warnings: list[str] = []
     sets: dict[str, SignatureSet] = {}
     series_parts: list[pd.DataFrame] = []
     for platform in _select_platforms(plats, platforms, source):
         block = df.loc[(plats == platform).to_numpy()]
         present = _platform_stalls(block, apps, stall_cols, platform, source, csv_lines)
-        stall_vals = block[present].to_numpy(dtype=np.float64)
+        stall_vals = block[present].apply(pd.to_numeric).to_numpy(dtype=np.float64)
         bad = ~np.isfinite(stall_vals) | (stall_vals < 0)
         if bad.any():
             r, c = np.argwhere(bad)[0]
             raise ModelInputError(f"{_where(source, block.index[r], csv_lines)}: stall column '{present[c]}' must "
-                                  f"be a non-negative count; got {stall_vals[r, c]!r}")
+                                  f"be a non-negative count; got {shown(stall_vals[r, c])}")
         app = apps.loc[block.index].to_numpy()
-        t = block["t_start"].to_numpy(dtype=np.float64) if "t_start" in block.columns else np.arange(len(block))
+        t = _times(block, source, csv_lines) if "t_start" in block.columns else np.arange(len(block))
         codes, names = pd.factorize(app, sort=False)
         order = np.lexsort((np.arange(len(block)), t, codes))
         codes = codes[order]
@@ -270,6 +295,17 @@ def signatures_from_time_series(df: pd.DataFrame, *, stalls: Sequence[str] | Non
         series_parts.append(part)
     series = pd.concat(series_parts, ignore_index=True) if series_parts else None
     return Signatures(sets, tuple(warnings), series, source)
+
+
+def _times(block: pd.DataFrame, source: str, csv_lines: bool) -> np.ndarray:
+    """The ``t_start`` column as seconds: every cell a finite number, else the first that is not."""
+    t = pd.to_numeric(block["t_start"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(t)
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise ModelInputError(f"{_where(source, block.index[pos], csv_lines)}: column 't_start' must be a time "
+                              f"in seconds; got {shown(block['t_start'].iloc[pos])}")
+    return t
 
 
 def _constant(msg: str, policy: str, warnings: list[str], handling: str) -> None:
@@ -311,7 +347,7 @@ def signatures_from_table(df: pd.DataFrame, *, stalls: Sequence[str] | None = No
     if len(df) == 0:
         raise ModelInputError(f"{source}: the table has no rows")
     app_col = _application_column(df, source)
-    stall_cols = select_stall_columns(df, stalls, exclude=[app_col], source=source)
+    stall_cols = select_stall_columns(df, stalls, exclude=[app_col], source=source, csv_lines=csv_lines)
     apps, plats = _labels(df, app_col, source, csv_lines)
     sets: dict[str, SignatureSet] = {}
     for platform in _select_platforms(plats, platforms, source):
@@ -322,12 +358,12 @@ def signatures_from_table(df: pd.DataFrame, *, stalls: Sequence[str] | None = No
         if dup.any():
             raise ModelInputError(f"{_where(source, block.index[dup.to_numpy()][0], csv_lines)}: application "
                                   f"'{app[dup].iloc[0]}' appears twice on platform '{platform}'")
-        values = block[present].to_numpy(dtype=np.float64)
+        values = block[present].apply(pd.to_numeric).to_numpy(dtype=np.float64)
         bad = ~np.isfinite(values) | (np.abs(values) > 1.0)
         if bad.any():
             r, c = np.argwhere(bad)[0]
             raise ModelInputError(f"{_where(source, block.index[r], csv_lines)}: column '{present[c]}' must be a "
-                                  f"correlation in [-1, 1]; got {values[r, c]!r}")
+                                  f"correlation in [-1, 1]; got {shown(values[r, c])}")
         sets[platform] = SignatureSet(platform, tuple(app.tolist()), tuple(present), values.copy())
     return Signatures(sets, (), None, source)
 

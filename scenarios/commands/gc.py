@@ -11,6 +11,7 @@ simulation time.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,16 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
     platform = load_platform(platform_name)
     heap_mb = behaviour.heap_mb if heap_mb is None else heap_mb
     if not heap_mb > 0:
-        raise ScenarioError(f"--heap-mb must be > 0, got {heap_mb}")
+        raise ScenarioError(f"--heap-mb must be > 0, got {heap_mb:g}")
+    if not math.isfinite(heap_mb):
+        raise ScenarioError(f"--heap-mb must be a finite number of MB, got {heap_mb:g}")
+    if growth == "expand" and max_heap_mb is None:
+        raise ScenarioError("--growth expand needs --max-heap-mb, the largest the heap may grow to")
+    if max_heap_mb is not None and growth != "expand":
+        raise ScenarioError(f"--max-heap-mb applies to --growth expand only (the heap is fixed at --heap-mb "
+                            f"{heap_mb:g})")
+    if max_heap_mb is not None and not 0 < max_heap_mb < math.inf:
+        raise ScenarioError(f"--max-heap-mb must be a finite number of MB > 0, got {max_heap_mb:g}")
     heap_bytes = int(heap_mb * MB * scale)
     smallest = (4 + behaviour.min_payload() + 7) // 8 * 8
     if collector == "copying":

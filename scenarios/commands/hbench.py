@@ -92,6 +92,9 @@ def os_vector_command(platform_name: str, overrides: list[str], primitives: list
         check_results_target(out)
     platform = load_platform(platform_name, overrides)
     names = primitives or primitive_names()
+    unknown = [n for n in names if n not in primitive_names()]
+    if unknown:                                   # before the first microbenchmark, not after some
+        raise ScenarioError(f"--primitive: unknown primitive {unknown[0]!r}; known: {', '.join(primitive_names())}")
     with progress_bar(len(names), f"microbenchmarks on {platform.name}", enabled=progress) as advance:
         vector = system_vector(platform, names, seed=seed, progress=advance)
     if out is not None:

@@ -9,11 +9,12 @@ from typing import Sequence
 
 
 from whatif.models.errors import ModelInputError
-from whatif.models.regression import ModelInputWarning, RegressionResults, RegressionStudy, read_counter_totals
+from whatif.models.regression import (ID_COLUMNS, ModelInputWarning, RegressionResults, RegressionStudy,
+                                      read_counter_totals)
 from whatif.scenarios.render.regression import regression_figures, report_sections
 from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.progress import status
-from whatif.scenarios.results.writer import check_results_target
+from whatif.scenarios.results.writer import check_results_target, read_manifest
 
 
 def split_list(text: str | None) -> list[str] | None:
@@ -24,10 +25,27 @@ def split_list(text: str | None) -> list[str] | None:
     return items or None
 
 
+def identifying_columns(data: Path) -> tuple[str, ...]:
+    """Contract 1's identifying columns, plus -- for a table in a results directory whatif wrote -- every
+    key of a run's identity its manifest records (swept parameters such as ``l2.size_kb``, ``binary``)."""
+    extra: list[str] = []
+    manifest = read_manifest(Path(data).parent)
+    params = manifest.get("parameters") if manifest else None
+    runs = params.get("runs") if isinstance(params, dict) else None
+    for run in runs if isinstance(runs, list) else ():
+        if isinstance(run, dict):
+            extra += [str(k) for k in run if k != "overrides"]
+    sweep = (manifest.get("scenario") or {}).get("sweep") if manifest else None
+    if isinstance(sweep, dict):
+        extra += [str(k) for k in sweep]
+    return tuple(dict.fromkeys([*ID_COLUMNS, *extra]))
+
+
 def run_regression(data: Path, response: str, predictors: Sequence[str] | None = None,
                    exclude: Sequence[str] = (), progress: bool = False, **params) -> RegressionResults:
     """Read ``data`` and fit; input errors are re-raised with the file name in front."""
     df = read_counter_totals(data)
+    params.setdefault("id_columns", identifying_columns(data))
     with status("whatif regress", progress) as say, warnings.catch_warnings():
         warnings.simplefilter("ignore", ModelInputWarning)
         try:

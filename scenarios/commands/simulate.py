@@ -31,8 +31,10 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     try:
         spec = SimulateSpec(instructions=instructions, warmup=warmup, time_scale=time_scale, pmu=pmu,
                             sampling=list(Sampling.parse(sampling).__dict__.values()) if sampling else None)
-    except ValidationError as exc:
-        raise ScenarioError(format_validation_error(exc, "simulate")) from None
+    except ValidationError as exc:           # named as the option the user typed: --time-scale, --pmu, ...
+        loc = exc.errors()[0].get("loc") or ("simulate",)
+        option = "--" + str(loc[0]).replace("_", "-")
+        raise ScenarioError(format_validation_error(exc, option).replace(f"{option}: {loc[0]}", option, 1)) from None
     load_workload(workload)                 # an unknown name fails now, listing the known ones
     collect = spec.collect_spec()
     compile_kernels(progress)

@@ -219,6 +219,20 @@ def _foreign_entry(directory: Path, manifest: dict) -> str | None:
     return None
 
 
+def _check_can_create_in(directory: Path, name: str, out: str | os.PathLike) -> None:
+    """Refuse a target whose directory does not take new entries (read-only, no permission, or a
+    pseudo file system such as /proc, where even root's ``mkdir`` fails): the staging directory could not
+    be made at the end of the run.  Probed with a staging directory of ``name`` made and removed at once
+    (a kill in between leaves what :func:`clean_leftovers` removes)."""
+    probe = directory / _staging_name(name, "stage")
+    try:
+        os.mkdir(probe, 0o700)
+    except OSError as exc:
+        raise ScenarioError(f"--out {out}: cannot create a directory in {directory} "
+                            f"({exc.strerror or type(exc).__name__})") from None
+    os.rmdir(probe)
+
+
 def check_results_target(out: str | os.PathLike) -> Path:
     """Raise :class:`ScenarioError` unless whatif may write a results directory at ``out``; returns it
     resolved.  Touches nothing."""
@@ -235,12 +249,14 @@ def check_results_target(out: str | os.PathLike) -> Path:
             ancestor = ancestor.parent
         if not ancestor.is_dir():
             raise ScenarioError(f"--out {out}: {ancestor} is a file, not a directory")
+        _check_can_create_in(ancestor, resolved.relative_to(ancestor).parts[0], out)
         return resolved
     if not resolved.is_dir():
         raise ScenarioError(f"--out {out}: is an existing file, not a results directory; name a new directory")
     cwd = Path.cwd().resolve()
     if resolved == cwd or resolved in cwd.parents:
         raise ScenarioError(f"--out {out}: is the working directory or one of its parents; name a new directory")
+    _check_can_create_in(resolved.parent, resolved.name, out)
     if not any(os.scandir(resolved)):
         return resolved
     manifest = read_manifest(resolved)

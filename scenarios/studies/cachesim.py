@@ -33,7 +33,10 @@ from whatif.scenarios.results.report import figure_png
 from whatif.simulator.collect import run_trace
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.platform import load_platform
-from whatif.simulator.traces import STREAM_KINDS, Stream, Trace, mixed_streams, read_trace, synthetic_trace
+from whatif.simulator.traces import (MAX_SYNTHETIC_RECORDS, STREAM_KINDS, Stream, Trace, mixed_streams, read_trace,
+                                     synthetic_trace)
+
+
 
 
 class StreamSpec(BaseModel):
@@ -64,6 +67,11 @@ class TraceSpec(BaseModel):
             raise ValueError("give exactly one of 'file' or 'synthetic'")
         if self.synthetic == "custom" and not self.streams:
             raise ValueError(f"synthetic = \"custom\" needs [[trace.streams]] (kinds: {', '.join(STREAM_KINDS)})")
+        records = self.accesses * (1 + self.instructions_per_access)
+        if self.synthetic is not None and records > MAX_SYNTHETIC_RECORDS:     # counted, never allocated
+            count = f"{records:,.0f}" if records < 1e15 else f"{records:.3g}"
+            raise ValueError(f"the synthetic trace would hold {count} records (accesses x (1 + "
+                             f"instructions_per_access)); the limit is {MAX_SYNTHETIC_RECORDS:,}")
         return self
 
 

@@ -33,9 +33,11 @@ throughputs, or the bounds 1/D where a run did not saturate.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.capacity import add_report, curve_figure
@@ -45,7 +47,8 @@ from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import isa_for
 from whatif.simulator.os.kernel import Kernel
 from whatif.simulator.os.primitives import OsCode, scaled_primitives
-from whatif.simulator.os.webserver import SATURATED, Mix, load_webserver, run_server, with_line_speed
+from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKERS, SATURATED, Mix, load_webserver,
+                                           run_server, with_line_speed)
 from whatif.simulator.platform import load_platform
 
 
@@ -62,15 +65,15 @@ class WhatIf(BaseModel):
 class CapacitySpec(BaseModel):
     """The ``[capacity]`` table."""
     model_config = ConfigDict(extra="forbid")
-    clients: list[PositiveInt] = Field(min_length=2)
-    workers: PositiveInt | None = None               # default: the largest load
+    clients: list[Annotated[int, Field(gt=0, le=MAX_CLIENTS)]] = Field(min_length=2)
+    workers: Annotated[int, Field(gt=0, le=MAX_WORKERS)] | None = None     # default: the largest load
     mix: dict[str, float] = {"static": 1.0}
     line_kbit_s: tuple[float, float] | None = None
-    requests: PositiveInt = 2000
-    warmup_requests: int | None = Field(default=None, ge=0)   # default: 2 x clients (the queue builds up)
+    requests: int = Field(default=2000, gt=0, le=MAX_REQUESTS // 2)
+    warmup_requests: int | None = Field(default=None, ge=0, le=MAX_REQUESTS // 2)   # default: 2 x clients
     p95_objective_s: float = Field(gt=0)
-    objective_clients: PositiveInt | None = None
-    worker_counts: list[PositiveInt] = []
+    objective_clients: Annotated[int, Field(gt=0, le=MAX_CLIENTS)] | None = None
+    worker_counts: list[Annotated[int, Field(gt=0, le=MAX_WORKERS)]] = []
     what_if: list[WhatIf] = []
 
     @model_validator(mode="after")

@@ -33,6 +33,8 @@ request of every server run).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pandas as pd
 from scipy.stats import kendalltau
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
@@ -43,7 +45,8 @@ from whatif.scenarios.render.hbench_os import add_report, speed_figure, speedup_
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.os.microbench import MicrobenchSettings, system_vector
-from whatif.simulator.os.webserver import SATURATED, load_webserver, run_server, with_line_speed
+from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKERS, SATURATED, load_webserver,
+                                           run_server, with_line_speed)
 from whatif.simulator.platform import load_platform
 
 
@@ -51,11 +54,11 @@ from whatif.simulator.platform import load_platform
 class HbenchOsSpec(BaseModel):
     """The ``[hbench-os]`` table."""
     model_config = ConfigDict(extra="forbid")
-    clients: PositiveInt = 400
-    workers: PositiveInt | None = None               # default: one per client
+    clients: int = Field(default=400, gt=0, le=MAX_CLIENTS)
+    workers: Annotated[int, Field(gt=0, le=MAX_WORKERS)] | None = None     # default: one per client
     line_kbit_s: tuple[float, float] | None = None   # default: the server description's SPECweb99 320-400 Kb/s
-    requests: PositiveInt = 3000
-    warmup_requests: int | None = Field(default=None, ge=0)   # default: 2 x clients
+    requests: int = Field(default=3000, gt=0, le=MAX_REQUESTS // 2)
+    warmup_requests: int | None = Field(default=None, ge=0, le=MAX_REQUESTS // 2)   # default: 2 x clients
     dynamic_shares: list[float] = [0.05, 0.15, 0.30]
     speedup_platforms: list[str] | None = None       # default: the first platform
     user_over_s1: list[float] = [0.11, 0.18]

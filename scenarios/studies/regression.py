@@ -59,6 +59,7 @@ from whatif.scenarios.measure import compile_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.regression import SEED_EXCLUDE, build_output
 from whatif.scenarios.results.progress import progress_bar
+from whatif.scenarios.scenario import MAX_RUNS
 from whatif.simulator.collect import merged_totals, pmu_groups
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.gc.behaviour import load_behaviour
@@ -168,6 +169,10 @@ class RegressionStudyKind(StudyKind):
         """Every named event exists on every platform, and each variant's table has rows enough for the
         model: fails here, in the first second, rather than after the simulation."""
         spec = self.spec["regression"]
+        configurations = len(runs) * len(spec.heap_factors)
+        if configurations > MAX_RUNS:
+            raise self.fail("regression.heap_factors", f"the study plans {configurations:,} configurations (runs x "
+                                                       f"heap_factors); the limit is {MAX_RUNS:,}")
         pairs = [n for e in spec.exclude for n in re.split(r"[*:]", e)]
         for run in runs:
             pmu = _platform(run.platform, tuple(run.overrides)).pmu

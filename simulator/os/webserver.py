@@ -63,6 +63,9 @@ FASTCGI_PROCESS = 4000
 PROGRAM_HTTPD, PROGRAM_CGI, PROGRAM_FASTCGI = 0, 1, 2   # user programs: their text is shared by their processes
 SKB_POOL = 8                             # socket buffers in circulation: the slab allocator reuses hot ones (LIFO)
 SATURATED = 0.95                         # CPU utilisation from which the server, not its clients, sets the pace
+MAX_WORKERS = PROCESS_CHILD - 1          # worker numbers stay below their CGI children's
+MAX_CLIENTS = 100_000                    # simulated connections (a SimPy process each); checked before any runs
+MAX_REQUESTS = 10_000_000                # warm-up + measured requests of one run
 USER_BUFFER = 0x0000_2000_0000           # a process's I/O buffer (16 MB apart)
 USER_BUFFER_STRIDE = 1 << 24
 _SIZE = re.compile(r"^(file|connect|\d+)(?:\+(\d+))?$")
@@ -73,7 +76,7 @@ class _Strict(BaseModel):
 
 
 class ServerSpec(_Strict):
-    workers: PositiveInt = 64
+    workers: int = Field(default=64, gt=0, le=MAX_WORKERS)
     user_data_kb: float = Field(default=24, ge=0)
 
 
@@ -348,6 +351,13 @@ def run_server(platform: Platform, mix: dict[str, float], clients: int, requests
         raise SimulatorInputError(f"clients: must be >= 1, got {clients}")
     if requests < 1:
         raise SimulatorInputError(f"requests: must be >= 1, got {requests}")
+    if clients > MAX_CLIENTS:                   # limits before work: nothing is allocated yet
+        raise SimulatorInputError(f"clients: at most {MAX_CLIENTS:,}, got {clients:,}")
+    if warmup_requests + requests > MAX_REQUESTS:
+        raise SimulatorInputError(f"requests: warm-up and measured requests at most {MAX_REQUESTS:,} in all, got "
+                                  f"{warmup_requests + requests:,}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise SimulatorInputError(f"workers: must be in [1, {MAX_WORKERS:,}], got {workers:,}")
     spec = spec or load_webserver()
     env = simpy.Environment()
     server = WebServer(env, platform, spec, Mix(dict(mix)), seed, workers, kernel)
