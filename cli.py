@@ -81,16 +81,24 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def command(fn: Callable) -> Callable:
-    """Wrap a command so that user errors become one line on stderr and exit code 2."""
+    """Wrap a command so that user errors become one line on stderr and exit code 2.  A command that
+    declares ``csv_tables`` (the ``--csv`` option, :data:`CSV`) writes its results directory's tables
+    as CSV too."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from whatif.scenarios.results.writer import tables_as_csv
+
         try:
-            return fn(*args, **kwargs)
+            with tables_as_csv(kwargs.get("csv_tables", False)):
+                return fn(*args, **kwargs)
         except _user_error_types() as exc:
             fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
     return wrapper
+
+
+CSV = typer.Option(False, "--csv", help="with --out: every table also as CSV (beside the Parquet)")
 
 
 def echo_json(doc) -> None:
@@ -226,6 +234,7 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                  pmu: str = typer.Option("ideal", "--pmu", help="ideal (one run counts all events) | physical "
                                                                 "(several runs within the physical counters)"),
                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
+                 csv_tables: bool = CSV,
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Run a workload on a platform's core and memory models: event totals, CPI stack, time series."""
     from whatif.scenarios.commands.simulate import simulate_command
@@ -254,6 +263,7 @@ def profile_cmd(platform: str = typer.Option(..., "--platform", "-p", help="plat
                 set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE (repeatable)"),
                 seed: int = typer.Option(0, "--seed", min=0, help="the program (binary and input)"),
                 out: Path = typer.Option(..., "--out", "-o", help="results directory: profile.sqlite, report.html"),
+                csv_tables: bool = CSV,
                 as_json: bool = typer.Option(False, "--json", help="print results.json")) -> None:
     """Profile a workload instruction by instruction (CPMF-style sampled and event-based counters) into the
     SQLite profile database that `whatif mine` reads (seed 001)."""
@@ -291,6 +301,7 @@ def hbench_predict_cmd(system: Path = typer.Option(..., "--system", help="system
                        count: Optional[List[str]] = typer.Option(None, "--count", help="PRIM=N: the application "
                                                                  "count of the primitive (repeatable)"),
                        out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plot, report.html"),
+                       csv_tables: bool = CSV,
                        as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Predicted time = system vector · application vector, per-primitive breakdown, ranks and normalised
     speeds across systems, and what-ifs (seed 003 ch. 3, Tables 6-2..6-5)."""
@@ -314,6 +325,7 @@ def hbench_os_vector_cmd(platform: str = typer.Option(..., "--platform", "-p", h
                          seed: int = typer.Option(0, "--seed", min=0, help="physical page placement"),
                          out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory, with "
                                                             "system_vector.csv for `hbench predict --system`"),
+                         csv_tables: bool = CSV,
                          as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """HBench:OS microbenchmarks (lmbench-style loops) on a simulated platform: its system vector."""
     from whatif.scenarios.commands.hbench import os_vector_command
@@ -340,6 +352,7 @@ def hbench_os_vector_cmd(platform: str = typer.Option(..., "--platform", "-p", h
 @command
 def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
             out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (default results/<name>)"),
+            csv_tables: bool = CSV,
             seed: Optional[int] = typer.Option(None, "--seed", min=0, help="override the scenario's seed"),
             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE for every variant"),
             cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786"),
@@ -429,6 +442,7 @@ def regress_cmd(data: Path = typer.Argument(..., help="counter-totals table: .cs
                 folds: int = typer.Option(10, "--folds", help="k of k-fold cross-validation"),
                 seed: int = typer.Option(0, "--seed", min=0, help="seed of the fold assignment"),
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
+                csv_tables: bool = CSV,
                 as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Regress a response (e.g. cycles) on counter events and their interactions (seed 000)."""
     from whatif.scenarios.commands import regress as regress_command
@@ -496,6 +510,7 @@ def mine_cmd(profile: Path = typer.Argument(..., help="EFG as JSON (interchange 
              cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786"),
              top: Optional[int] = typer.Option(None, "--top", help="print only the N sequences with the largest S_M"),
              out: Optional[Path] = typer.Option(None, "--out", "-o", help="results directory (Parquet, report.html)"),
+             csv_tables: bool = CSV,
              as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Mine an execution flow graph for frequent or costly attribute sequences (FlowGSP)."""
     from whatif.scenarios.commands import mine as mine_command
@@ -522,6 +537,7 @@ def gc_cmd(workload: str = typer.Option(..., "--workload", "-w", help="allocatio
            max_heap_mb: Optional[float] = typer.Option(None, "--max-heap-mb", help="largest heap for --growth expand"),
            seed: int = typer.Option(0, "--seed", min=0),
            out: Optional[Path] = typer.Option(None, "--out", "-o", help="write gc_log, histogram, plots, report.html"),
+           csv_tables: bool = CSV,
            as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Simulate a Java workload's heap: GC log and GCViewer-style summary (pauses, throughput, freed bytes)."""
     from whatif.scenarios.commands import gc as gc_command

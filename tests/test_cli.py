@@ -247,3 +247,24 @@ def test_validate_quick_json_memory_checks():
 
 def test_validate_unknown_check():
     assert_one_line_error(invoke("validate", "--only", "no such check"), "unknown check")
+
+
+def test_csv_writes_every_table_beside_its_parquet(tmp_path):
+    """--csv exists wherever a command writes a results directory; every table gets its CSV twin with the
+    same rows, and the manifest lists both."""
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(SMALL_SCENARIO)
+    out = tmp_path / "run"
+    assert invoke("run", scenario, "--out", out, "--csv").exit_code == 0
+    parquets = sorted(p.stem for p in out.glob("*.parquet"))
+    assert parquets and parquets == sorted(p.stem for p in out.glob("*.csv"))
+    for stem in parquets:
+        assert len(pd.read_csv(out / f"{stem}.csv")) == len(pd.read_parquet(out / f"{stem}.parquet"))
+    files = json.loads((out / "manifest.json").read_text())["files"]
+    assert all(f"{stem}.csv" in files for stem in parquets)
+    plain = tmp_path / "plain"
+    assert invoke("run", scenario, "--out", plain).exit_code == 0
+    assert not list(plain.glob("*.csv"))
+    for cmd in (["simulate"], ["gc"], ["mine"], ["regress"], ["profile"], ["hbench", "predict"],
+                ["hbench", "os-vector"]):
+        assert "--csv" in invoke(*cmd, "--help").stdout, cmd

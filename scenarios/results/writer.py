@@ -32,13 +32,29 @@ import re
 import secrets
 import shutil
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
 from whatif.scenarios.errors import ScenarioError
+
+# ``--csv`` of any command: every table of the results directory also as CSV.  A context variable, so
+# that the option reaches the writer without passing through every command's and study's signature.
+CSV_TABLES: ContextVar[bool] = ContextVar("csv_tables", default=False)
+
+
+@contextmanager
+def tables_as_csv(enabled: bool) -> Iterator[None]:
+    """Within the block, results directories also write their tables as CSV (when ``enabled``)."""
+    token = CSV_TABLES.set(bool(enabled))
+    try:
+        yield
+    finally:
+        CSV_TABLES.reset(token)
 
 MANIFEST = "manifest.json"
 RESULTS_FORMAT = 1                   # manifest["whatif_results"]: the layout version of a results directory
@@ -301,7 +317,7 @@ class ResultsWriter:
 
     def __init__(self, out_dir: str | os.PathLike, csv: bool = False):
         self.out_dir = Path(out_dir)
-        self.csv = csv
+        self.csv = csv or CSV_TABLES.get()
         self._staging: Path | None = None
         self._target: Path | None = None
         self.files: list[str] = []
