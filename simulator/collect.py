@@ -70,24 +70,35 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
                                   f"{min_intervals} interval(s)")
 
 
-def _machine(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int) -> Machine:
+def _machine(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int,
+             on_retired: Callable[[int], None] | None = None) -> Machine:
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
                 input_seed=program_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+    m.on_retired = on_retired
     return m.warm_up(spec.warmup) if spec.warmup else m
 
 
+def pmu_run_count(platform: Platform, pmu: str) -> int:
+    """How many runs of a configuration ``simulate_one`` makes: one per PMU group in ``physical`` mode."""
+    groups = pmu_groups(platform, pmu)
+    return len(groups) if groups else 1
+
+
 def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, replicate_seed: int,
-                 progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+                 progress: Callable[[int], None] | None = None,
+                 on_retired: Callable[[int], None] | None = None) -> dict[str, Any]:
     """One configuration: totals of every platform event (over several runs in ``physical`` mode), the
-    CPI stack and all counters of the first run, and the counter time series when sampling."""
+    CPI stack and all counters of the first run, and the counter time series when sampling.
+    ``progress(1)`` after each run; ``on_retired(n)`` as program instructions retire (warm-ups
+    included: (warmup + instructions) x :func:`pmu_run_count` in all)."""
     check_sampling_feasible(platform, spec.instructions, spec.sampling)
     groups = pmu_groups(platform, spec.pmu)
-    n_runs = len(groups) if groups else 1
+    n_runs = pmu_run_count(platform, spec.pmu)
     run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(replicate_seed).spawn(n_runs)]
     pmu = platform.pmu
     per_run_counters, series, first = [], [], None
     for i in range(n_runs):
-        m = _machine(platform, workload, spec, program_seed, run_seeds[i])
+        m = _machine(platform, workload, spec, program_seed, run_seeds[i], on_retired)
         if spec.sampling is not None:
             rows = sample(m, spec.sampling)
             m.run()

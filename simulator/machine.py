@@ -23,7 +23,7 @@ core records nothing.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -75,6 +75,7 @@ class Machine:
         self._base: dict[str, int] | None = None      # counters at the end of the warm-up
         self._base_stack: dict[str, int] = {}
         self.host_seconds = 0.0
+        self.on_retired: Callable[[int], None] | None = None   # told the program instructions of each step
         self.profiler: InstructionProfiler | None = None
         self._records: np.ndarray | None = None
         if profile_every is not None:
@@ -153,6 +154,8 @@ class Machine:
                 n = self._run_core(self.block, self._records, stop, self.pos, end)
                 self.pos += n
                 self.program_retired += n
+                if self.on_retired is not None:
+                    self.on_retired(n)
             return self.core.cycles >= target
         finally:
             self.host_seconds += time.perf_counter() - t0

@@ -179,3 +179,17 @@ def test_minimal_workload_file_runs(tmp_path):
     wl.write_text(_workload_toml(tmp_path))
     doc = _json("-p", "nehalem", "-w", str(wl), "-n", "20000")
     assert doc["instructions"] >= 20000
+
+
+def test_progress_counts_every_retired_program_instruction():
+    """The simulate bar advances by program instructions and ends at its total: warm-up and measured
+    run, in every PMU run of physical mode."""
+    from whatif.simulator.collect import CollectSpec, pmu_run_count, simulate_one
+    from whatif.simulator.platform import load_platform
+
+    p = load_platform("nehalem")
+    spec = CollectSpec(instructions=60_000, warmup=20_000, pmu="physical")
+    steps: list[int] = []
+    simulate_one(p, "cint2006/429.mcf", spec, program_seed=1, replicate_seed=1, on_retired=steps.append)
+    assert pmu_run_count(p, "physical") > 1 and pmu_run_count(p, "ideal") == 1
+    assert sum(steps) == (20_000 + 60_000) * pmu_run_count(p, "physical")

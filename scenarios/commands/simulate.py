@@ -10,9 +10,9 @@ from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.measure import SimulateSpec, compile_kernels
 from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
 from whatif.scenarios.results.directory import write_results_dir
-from whatif.scenarios.results.progress import status
+from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.writer import check_results_target
-from whatif.simulator.collect import simulate_one
+from whatif.simulator.collect import pmu_run_count, simulate_one
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.platform import load_platform
 from whatif.simulator.sampling import Sampling
@@ -38,8 +38,9 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     load_workload(workload)                 # an unknown name fails now, listing the known ones
     collect = spec.collect_spec()
     compile_kernels(progress)
-    with status(f"whatif simulate: {workload} on {platform.name}", enabled=progress):
-        res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed)
+    total = (collect.warmup + collect.instructions) * pmu_run_count(platform, collect.pmu)
+    with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance:
+        res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed, on_retired=advance)
     if collect.sampling is not None and (res["timeseries"] is None or len(res["timeseries"]) == 0):
         raise SimulatorInputError(f"the run of {instructions:,} instructions ended before the first sampling "
                                   f"interval closed; give more instructions or a shorter --sampling")
