@@ -154,11 +154,13 @@ def cachesim_cmd(trace: Path = typer.Argument(..., help="trace file (valgrind la
                  platform: str = typer.Option(..., "--platform", "-p", help="platform name or TOML path"),
                  set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE (repeatable)"),
                  fmt: str = typer.Option("auto", "--format", help="lackey | whatif | auto (by extension)"),
+                 seed: int = typer.Option(0, "--seed", min=0, help="physical page placement and random "
+                                                                   "replacement (memory.page_mapping = scattered)"),
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """Run an address trace through a platform's caches and TLBs."""
     from whatif.scenarios.commands.cachesim import cachesim_command
 
-    doc = cachesim_command(trace, platform, set_ or [], fmt, progress=not as_json)
+    doc = cachesim_command(trace, platform, set_ or [], fmt, progress=not as_json, seed=seed)
     if as_json:
         echo_json(doc)
     else:
@@ -530,6 +532,7 @@ def gc_cmd(workload: str = typer.Option(..., "--workload", "-w", help="allocatio
            heap_mb: Optional[float] = typer.Option(None, "--heap-mb", help="heap size in MB (default: the "
                                                                             "workload's measured heap)"),
            platform: str = typer.Option("mpc7447a", "--platform", "-p", help="platform name or TOML path"),
+           set_: Optional[List[str]] = typer.Option(None, "--set", help="platform override KEY=VALUE (repeatable)"),
            collector: str = typer.Option("mark-sweep", "--collector", help="mark-sweep | copying"),
            scale: float = typer.Option(1.0, "--scale", help="shrink allocation volume and heap by this factor "
                                                             "(0, 1]; object sizes are kept"),
@@ -546,7 +549,7 @@ def gc_cmd(workload: str = typer.Option(..., "--workload", "-w", help="allocatio
         fail(f"--growth must be fixed or expand, got {growth!r}")
     doc, log = gc_command.gc_command(workload, heap_mb, platform_name=platform, collector=collector, scale=scale,
                                      growth=growth, max_heap_mb=max_heap_mb, seed=seed, out=out,
-                                     progress=not as_json)
+                                     progress=not as_json, overrides=set_ or [])
     if as_json:
         echo_json(doc)
     else:

@@ -97,3 +97,15 @@ def test_out_of_memory_is_reported_not_an_error(runner):
     assert res.exit_code == 0, res.output
     s = json.loads(res.stdout)["summary"]
     assert s["out_of_memory"] and s["oom_live_bytes"] > 0
+
+
+def test_set_overrides_the_platform(runner):
+    """--set changes the platform the collections are timed on: a 10x slower clock, 10x longer pauses
+    (the same collections, counted in the same cycles)."""
+    def run(*extra):
+        res = runner.invoke(app, ARGS + ["--json", "--seed", "1", *extra])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)["summary"]
+    base, slow = run(), run("--set", "clock_ghz=0.15")          # the 7447A runs at 1.5 GHz
+    assert slow["collections"] == base["collections"]
+    assert slow["max_pause_s"] == pytest.approx(10 * base["max_pause_s"], rel=1e-6)

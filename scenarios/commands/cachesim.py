@@ -27,13 +27,13 @@ def load_kernels(hierarchy: MemoryHierarchy, progress: bool) -> None:
 
 
 def cachesim_command(trace_path: Path, platform_name: str, overrides: list[str], fmt: str,
-                     progress: bool = True) -> dict[str, Any]:
+                     progress: bool = True, seed: int = 0) -> dict[str, Any]:
     """``whatif cachesim``: the JSON document of the issue (levels and TLBs with all counters)."""
     platform = load_platform(platform_name, overrides)   # validate the platform before reading the trace
     records = 0
     with TraceFile(trace_path, fmt) as trace:
         chunks = trace.chunks()                          # reading starts now, while the kernels load
-        hierarchy = MemoryHierarchy(platform, seed=0)
+        hierarchy = MemoryHierarchy(platform, seed=seed)
         load_kernels(hierarchy, progress)
         # progress in records when the file states its count (.wtr), else in bytes of text read
         label = "simulating accesses" if trace.records is not None else "simulating (bytes of trace read)"
@@ -44,7 +44,7 @@ def cachesim_command(trace_path: Path, platform_name: str, overrides: list[str],
                 advance(done)
     counters = hierarchy.counters()
     seconds = hierarchy.simulation_seconds
-    return {"platform": platform.name, "trace": str(trace_path), "trace_accesses": records,
+    return {"platform": platform.name, "seed": seed, "trace": str(trace_path), "trace_accesses": records,
             "simulation_seconds": round(seconds, 6),
             "accesses_per_s": records / seconds if seconds > 0 else None,
             "levels": counters["levels"], "tlbs": counters["tlbs"], "memory": counters["memory"]}

@@ -36,7 +36,7 @@ LOG_PREVIEW = 40
 def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc7447a",
                collector: str = "mark-sweep", scale: float = 1.0, growth: str = "fixed",
                max_heap_mb: float | None = None, seed: int = 0, out: Path | None = None,
-               progress: bool = True) -> tuple[dict[str, Any], pd.DataFrame]:
+               progress: bool = True, overrides: list[str] = ()) -> tuple[dict[str, Any], pd.DataFrame]:
     """Run the simulation; returns the JSON document and the GC log."""
     started = time.perf_counter()
     if out is not None:
@@ -45,7 +45,7 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
     if not scale > 0 or scale > 1:
         raise ScenarioError(f"--scale must be in (0, 1], got {scale}")
     behaviour = load_behaviour(workload)
-    platform = load_platform(platform_name)
+    platform = load_platform(platform_name, overrides)
     heap_mb = behaviour.heap_mb if heap_mb is None else heap_mb
     if not heap_mb > 0:
         raise ScenarioError(f"--heap-mb must be > 0, got {heap_mb:g}")
