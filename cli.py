@@ -358,12 +358,14 @@ def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
             seed: Optional[int] = typer.Option(None, "--seed", min=0, help="override the scenario's seed"),
             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE for every variant"),
             cluster: Optional[str] = typer.Option(None, "--cluster", help="Dask scheduler address, e.g. tcp://host:8786"),
+            workers: Optional[int] = typer.Option(None, "--workers", min=1, help="local processes for the study's "
+                                                  "independent runs (default: the study's own, 1 or 2)"),
             as_json: bool = typer.Option(False, "--json", help="print results.json instead of the headline")) -> None:
     """Run a scenario: the headline table (variants side by side) here, tables, plots and report.html on disk."""
     from whatif.scenarios import runner
 
     done = runner.run_scenario_file(scenario, out=out, seed=seed, overrides=set_ or [], cluster=cluster,
-                                    progress=not as_json)
+                                    progress=not as_json, workers=workers)
     if as_json:
         echo_json(done.output.results)
     else:

@@ -104,8 +104,14 @@ def _pool_context():
 
 
 class Executor:
-    def __init__(self, cluster: str | None = None):
+    """Where a study's independent pieces run: this process, a local pool, or a Dask cluster.
+    ``workers`` (``whatif run --workers N``), when given, replaces every study's own pool size."""
+
+    def __init__(self, cluster: str | None = None, workers: int | None = None):
+        if workers is not None and workers < 1:
+            raise ScenarioError(f"--workers must be >= 1, got {workers}")
         self.cluster = cluster
+        self.workers = workers
         self._client = None
 
     def __enter__(self) -> "Executor":
@@ -133,6 +139,8 @@ class Executor:
         """``[fn(item, shared) for item in items]``.  In this process ``fn`` also receives ``progress``
         (per unit of work); in a local pool (``workers > 1``) and on a cluster the bar advances by
         ``units`` per finished item."""
+        if self.workers is not None:
+            workers = self.workers
         if self._client is None:
             if workers <= 1 or len(items) <= 1:
                 return [fn(item, shared, progress=progress) for item in items]

@@ -41,13 +41,14 @@ def load_study(path: str | Path, seed: int | None = None, overrides: list[str] =
 
 
 def run_scenario_file(path: str | Path, out: str | Path | None = None, seed: int | None = None,
-                      overrides: list[str] = (), cluster: str | None = None, progress: bool = True) -> StudyRun:
+                      overrides: list[str] = (), cluster: str | None = None, progress: bool = True,
+                      workers: int | None = None) -> StudyRun:
     started = time.perf_counter()
     study, runs = load_study(path, seed, overrides)
     scenario, source = study.scenario, study.source
     out_dir = Path(out) if out is not None else Path("results") / scenario.name
     check_results_target(out_dir)                       # refused before any work, not after
-    with Executor(cluster) as executor:
+    with Executor(cluster, workers) as executor:
         ctx = StudyContext(scenario=scenario, runs=runs, source=source, base_dir=study.base_dir,
                            progress=progress, executor=executor)
         output = study.run(ctx)

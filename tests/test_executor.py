@@ -47,6 +47,27 @@ def test_local_pool_keeps_the_order_and_advances_per_item():
     assert seen == [3] * 7
 
 
+def _pid(item, shared, progress=None):
+    import os
+
+    if progress is not None:
+        progress(1)
+    return os.getpid()
+
+
+def test_workers_replaces_the_studys_pool_size():
+    """--workers 1 runs a study's pieces in this process even where the study asks for a pool of 2
+    (a pool would run them elsewhere and report per finished item instead)."""
+    import os
+
+    with Executor(workers=1) as ex:
+        assert ex.map(_pid, [0, 1, 2], workers=2) == [os.getpid()] * 3
+    with Executor() as ex:
+        assert os.getpid() not in ex.map(_pid, [0, 1, 2], workers=2)
+    with pytest.raises(ScenarioError, match="--workers must be >= 1"):
+        Executor(workers=0)
+
+
 POOL_PARENT = """
 import os, sys, time
 sys.path.insert(0, sys.argv[1])
