@@ -22,11 +22,11 @@ import mmap
 from pathlib import Path
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.wordops import ctz as _ctz
+from whatif.simulator.wordops import load8 as _load8
 
 KIND_LETTERS = np.frombuffer(b"ILSM", np.uint8).copy()    # kind code -> letter (0 I, 1 L, 2 S, 3 M)
 MAX_SIZE = 65535                              # sizes are stored as uint16
@@ -55,35 +55,10 @@ for _k, _lead in enumerate((b"I ", b" L", b" S", b" M")):
     _KIND2[_lead[0] | (_lead[1] << 8)] = _k
 
 
-@intrinsic
-def _load8(typingctx, buf, i):
-    """The 8 bytes at ``buf[i]`` as a little-endian uint64 (the first byte lowest): one unaligned load,
-    no bounds check (the caller keeps ``i + 8 <= len(buf)``)."""
-    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and isinstance(i, types.Integer)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        data = context.make_array(sig.args[0])(context, builder, args[0]).data
-        ptr = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer())
-        return builder.load(ptr, align=1)
-    return types.uint64(buf, i), codegen
-
-
 @njit(cache=True, inline="always")
 def _zero_bytes(x):
     """0x80 in the lowest zero byte of x (bytes above it may be marked falsely; only the lowest is used)."""
     return (x - _REP01) & ~x & _REP80
-
-
-@intrinsic
-def _ctz(typingctx, x):
-    """Trailing zero bits of a uint64 (64 for 0): one instruction (tzcnt)."""
-    if not isinstance(x, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.zext(builder.cttz(args[0], ir.Constant(ir.IntType(1), 0)), ir.IntType(64))
-    return types.int64(types.uint64), codegen
 
 
 @njit(cache=True, inline="always")

@@ -38,11 +38,11 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.wordops import ctz as _ctz
+from whatif.simulator.wordops import load8 as _load8
 
 MAGIC = b"WHATIFTR"
 VERSION = 2
@@ -124,31 +124,6 @@ def encode_block(addrs, sizes, kinds, start, stop, out, size_code):
         if code == 0:
             o = _put_varint(out, o, _U(s))
     return o
-
-
-@intrinsic
-def _load8(typingctx, buf, i):
-    """The 8 bytes at ``buf[i]`` as a little-endian uint64: one unaligned load, no bounds check.  (As in
-    ``trace_lackey``: each module keeps its own, for numba's per-file cache.)"""
-    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and isinstance(i, types.Integer)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        data = context.make_array(sig.args[0])(context, builder, args[0]).data
-        ptr = builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer())
-        return builder.load(ptr, align=1)
-    return types.uint64(buf, i), codegen
-
-
-@intrinsic
-def _ctz(typingctx, x):
-    """Trailing zero bits of a uint64 (64 for 0)."""
-    if not isinstance(x, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.zext(builder.cttz(args[0], ir.Constant(ir.IntType(1), 0)), ir.IntType(64))
-    return types.int64(types.uint64), codegen
 
 
 @njit(cache=True, inline="always")

@@ -12,6 +12,8 @@ from pathlib import Path
 import whatif.scenarios
 import whatif.simulator
 
+from test_cli import SMALL_SCENARIO
+
 SCENARIO_DIR = Path(whatif.scenarios.__file__).parent
 PLATFORM_DIR = Path(whatif.simulator.__file__).parent / "platforms"
 
@@ -30,24 +32,7 @@ def edit(text: str, *replacements: tuple[str, str]) -> str:
 
 
 # ------------------------------------------------------------------------------------- scenarios
-CACHESIM = """\
-schema_version = 1
-name = "tiny"
-description = "a small cachesim study"
-study = "cachesim"
-seed = 7
-platforms = ["mpc7447a"]
-
-[trace]
-synthetic = "mixed"
-accesses = 20000
-instructions_per_access = 0.5
-
-[variants.baseline]
-
-[variants.big]
-"l2.size_kb" = 1024
-"""
+CACHESIM = SMALL_SCENARIO.lstrip()          # the CLI tests' small cachesim study
 
 SIMULATE = """\
 schema_version = 1
