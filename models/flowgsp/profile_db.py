@@ -83,8 +83,9 @@ def read_tables(path: str | Path) -> dict[str, pd.DataFrame]:
                                       f"(expected {', '.join(columns)})")
             cols = ", ".join(f'"{c}"' for c in columns)
             tables[table] = pd.read_sql_query(f'SELECT {cols} FROM "{table}"', con)
-    except sqlite3.Error as exc:
-        raise ModelInputError(f"{path}: cannot read SQLite profile: {exc}") from None
+    except (sqlite3.Error, pd.errors.DatabaseError) as exc:      # pandas wraps its query's sqlite3 error
+        cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
+        raise ModelInputError(f"{path}: cannot read SQLite profile: {cause}") from None
     finally:
         con.close()
     return tables
@@ -128,6 +129,21 @@ def _numeric(df: pd.DataFrame, table: str, column: str, source: str, integer: bo
     return values.to_numpy(dtype=np.int64 if integer else float)
 
 
+def _text(df: pd.DataFrame, table: str, column: str, source: str) -> np.ndarray:
+    """A text column as strings: a NULL or a BLOB (bytes, which need not be UTF-8) is an error naming its row;
+    numbers are taken as their text."""
+    values = df[column].to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":     # (every cell a str: one C loop)
+        return values
+    bad = np.fromiter((v is None or isinstance(v, (bytes, bytearray, memoryview)) or (isinstance(v, float) and v != v)
+                       for v in values), dtype=bool, count=len(values))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        what = "NULL" if not isinstance(values[row], (bytes, bytearray, memoryview)) else "a BLOB"
+        raise ModelInputError(f"{source}: table {table} row {row + 1} column {column}: must be text, got {what}")
+    return np.array([str(v) for v in values], dtype=object)
+
+
 def efg_from_tables(tables: Mapping[str, pd.DataFrame], source: str = "<tables>", prologue_bytes: int = 16,
                     bins: Mapping[str, Sequence[float]] | None = None) -> EFG:
     """The EFG of §4.3 from the six profile tables (see the module docstring)."""
@@ -142,13 +158,13 @@ def efg_from_tables(tables: Mapping[str, pd.DataFrame], source: str = "<tables>"
     if len(np.unique(sym_id)) != len(sym_id):
         raise ModelInputError(f"{source}: table Symbol has duplicate symbol_id values")
     jit = pd.to_numeric(sym["jit_entry_offset"], errors="coerce").to_numpy(dtype=float)
-    names = dict(zip(sym_id.tolist(), sym["name"].astype(str).tolist()))
+    names = dict(zip(sym_id.tolist(), _text(sym, "Symbol", "name", source).tolist()))
     jit_of = dict(zip(sym_id.tolist(), jit.tolist()))
 
     # instructions with their blocks
     ins = pd.DataFrame({"symbol_id": _numeric(dis, "Disassm", "symbol_id", source),
                         "offset": _numeric(dis, "Disassm", "offset", source),
-                        "opcode": dis["opcode"].astype(str).to_numpy()})
+                        "opcode": _text(dis, "Disassm", "opcode", source)})
     if ins.duplicated(["symbol_id", "offset"]).any():
         row = int(np.flatnonzero(ins.duplicated(["symbol_id", "offset"]).to_numpy())[0])
         raise ModelInputError(f"{source}: table Disassm row {row + 1}: duplicate instruction "
@@ -170,7 +186,7 @@ def efg_from_tables(tables: Mapping[str, pd.DataFrame], source: str = "<tables>"
     # samples
     iav = pd.DataFrame({"symbol_id": _numeric(ia, "IA", "symbol_id", source),
                         "offset": _numeric(ia, "IA", "offset", source),
-                        "event": ia["event"].astype(str).to_numpy(),
+                        "event": _text(ia, "IA", "event", source),
                         "count": _numeric(ia, "IA", "count", source, integer=False)})
     if (iav["count"] < 0).any():
         row = int(np.flatnonzero((iav["count"] < 0).to_numpy())[0])
@@ -228,7 +244,7 @@ def efg_from_tables(tables: Mapping[str, pd.DataFrame], source: str = "<tables>"
                               f"{int(r.symbol_id)}")
     # inter-block edges from the CFG
     cfg = pd.DataFrame({"symbol_id": _numeric(edge, "CFGEdge", "symbol_id", source),
-                        "kind": edge["kind"].astype(str).str.lower().to_numpy(),
+                        "kind": pd.Series(_text(edge, "CFGEdge", "kind", source), dtype=object).str.lower().to_numpy(),
                         "src_block": _numeric(edge, "CFGEdge", "src_block", source),
                         "dst_block": _numeric(edge, "CFGEdge", "dst_block", source),
                         "frequency": _numeric(edge, "CFGEdge", "frequency", source, integer=False)})

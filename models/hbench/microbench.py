@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from whatif.models.errors import ModelInputError, shown
@@ -144,12 +145,22 @@ def _fmt(v) -> str:
 
 
 def _numeric(df: pd.DataFrame, col: str, source: str, positive: bool = False, nonneg: bool = True,
-             allow_missing: bool = False) -> pd.Series:
+             allow_missing: bool = False, integer: bool = False) -> pd.Series:
+    """``df[col]`` as numbers: every cell a finite number (``integer``: a whole one that fits 64 bits),
+    else an error naming the first row that is not."""
     s = pd.to_numeric(df[col], errors="coerce")
     bad = s.isna() & ~(df[col].isna() if allow_missing else False)
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
         raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: not a number ({_fmt(df[col].iloc[row])})")
+    values = s.to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        bad = np.isinf(values) | (integer & np.isfinite(values) & ((values != np.floor(values))
+                                                                   | (np.abs(values) >= 2.0 ** 63)))
+    if bad.any():
+        row = int(bad.nonzero()[0][0])
+        must = "a whole number" if integer and np.isfinite(values[row]) else "a finite number"
+        raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: must be {must}, got {_fmt(s.iloc[row])}")
     if positive and (s <= 0).any():
         row = int((s <= 0).to_numpy().nonzero()[0][0])
         raise ModelInputError(f"{source}: row {row + 1}, column {col!r}: must be > 0, got {_fmt(s.iloc[row])}")

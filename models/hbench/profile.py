@@ -102,7 +102,7 @@ class AppProfile:
             raise ModelInputError(f"{source}: missing column 'duration_s' (or 'duration_ms')")
         if "heap_bytes" not in cols and "heap_mb" not in cols:
             raise ModelInputError(f"{source}: missing column 'heap_bytes' (or 'heap_mb')")
-        out = pd.DataFrame({"gc": _numeric(log, "gc", source).astype(np.int64).to_numpy()})
+        out = pd.DataFrame({"gc": _numeric(log, "gc", source, integer=True).astype(np.int64).to_numpy()})
         if out["gc"].duplicated().any():
             row = int(out["gc"].duplicated().to_numpy().nonzero()[0][0])
             gc = int(out["gc"].iloc[row])
@@ -125,7 +125,7 @@ class AppProfile:
         for need in ("gc", "object_size"):
             if need not in hcols:
                 raise ModelInputError(f"{hist_source}: missing column {need!r}")
-        h = pd.DataFrame({"gc": _numeric(hist, "gc", hist_source).astype(np.int64).to_numpy(),
+        h = pd.DataFrame({"gc": _numeric(hist, "gc", hist_source, integer=True).astype(np.int64).to_numpy(),
                           "object_size": _numeric(hist, "object_size", hist_source, positive=True).to_numpy()})
         if "live" in hcols and "dead" in hcols:
             h["live"] = _numeric(hist, "live", hist_source).to_numpy()
@@ -153,7 +153,7 @@ class AppProfile:
             for need in ("gc", "spacing", "count"):
                 if need not in spacing.columns:
                     raise ModelInputError(f"{spacing_source}: missing column {need!r}")
-            sp = pd.DataFrame({"gc": _numeric(spacing, "gc", spacing_source).astype(np.int64).to_numpy(),
+            sp = pd.DataFrame({"gc": _numeric(spacing, "gc", spacing_source, integer=True).astype(np.int64).to_numpy(),
                                "spacing": _numeric(spacing, "spacing", spacing_source).to_numpy(),
                                "count": _numeric(spacing, "count", spacing_source).to_numpy()})
             unknown = sorted(set(sp["gc"]) - set(out["gc"]))

@@ -66,10 +66,20 @@ def _wide_csv(path: Path, key: str, value: str) -> tuple[pd.DataFrame, dict[str,
     return long[[key, "primitive", value]].reset_index(drop=True), units
 
 
+def _brief(v: object) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _sized(doc: dict, table: str, owner: str, value: str, path: Path) -> pd.DataFrame:
     rows = []
     for name, prims in (doc.get(table) or {}).items():
+        if not isinstance(prims, dict):
+            raise ModelInputError(f"{path}: {table}.{name}: expected a table of primitives, got {_brief(prims)}")
         for prim, spec in prims.items():
+            if not isinstance(spec, dict):
+                raise ModelInputError(f"{path}: {table}.{name}.{prim}: expected a table with 'sizes' and "
+                                      f"'{value}s' lists, got {_brief(spec)}")
             sizes, values = spec.get("sizes"), spec.get(f"{value}s")
             if not isinstance(sizes, list) or not isinstance(values, list) or len(sizes) != len(values) or not sizes:
                 raise ModelInputError(f"{path}: {table}.{name}.{prim}: needs 'sizes' and '{value}s' lists of one "
@@ -102,6 +112,10 @@ def read_vector_file(path: str | Path) -> VectorTables:
     if unknown:
         raise ModelInputError(f"{path}: {unknown[0]}: unknown table (known: systems, applications, functions, "
                               f"distributions, units, source)")
+    for table in ("units", "systems", "applications", "functions", "distributions"):
+        if not isinstance(doc.get(table, {}), dict):
+            raise ModelInputError(f"{path}: {table}: expected a table ([{table}] or [{table}.NAME]), got "
+                                  f"{_brief(doc[table])}")
 
     def flat(table: str, owner: str, value: str) -> pd.DataFrame:
         rows = []

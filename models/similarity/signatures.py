@@ -269,8 +269,14 @@ def signatures_from_time_series(df: pd.DataFrame, *, stalls: Sequence[str] | Non
         codes = codes[order]
         cyc_v = block[cyc].to_numpy(dtype=np.float64)[order]
         ins_v = block[ins].to_numpy(dtype=np.float64)[order]
-        cpi = cyc_v / ins_v
-        ratios = stall_vals[order] / cyc_v[:, None]
+        with np.errstate(over="ignore"):
+            cpi = cyc_v / ins_v
+            ratios = stall_vals[order] / cyc_v[:, None]
+        overflow = ~(np.isfinite(cpi) & np.isfinite(ratios).all(axis=1))
+        if overflow.any():                      # e.g. cycles = 1e-320: a stall ratio past the largest float
+            i = int(np.flatnonzero(overflow)[0])
+            raise ModelInputError(f"{_where(source, block.index[order[i]], csv_lines)}: {cyc} {shown(cyc_v[i])} "
+                                  f"and {ins} {shown(ins_v[i])} give a CPI or stall ratio too large for a number")
         counts = np.bincount(codes, minlength=len(names))
         few = np.flatnonzero(counts < MIN_INTERVALS)
         if len(few):
@@ -314,20 +320,30 @@ def _constant(msg: str, policy: str, warnings: list[str], handling: str) -> None
     warnings.append(f"{msg}; {handling} (no detectable relation)")
 
 
-def _grouped_pearson(x: np.ndarray, y: np.ndarray, codes: np.ndarray, n_groups: int):
-    """Pearson r(x, y[:, j]) within each group of sorted ``codes``; constant series flagged (r = 0 there)."""
+def _grouped_pearson(x: np.ndarray, y: np.ndarray, codes: np.ndarray, n_groups: int, scaled: bool = False):
+    """Pearson r(x, y[:, j]) within each group of sorted ``codes``; constant series flagged (r = 0 there).
+
+    Values near the largest float (a CPI of 1e300) overflow the sums of squares; then r is computed again
+    from every series divided by its largest magnitude (``scaled``), which leaves r as it is."""
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     counts = np.diff(np.r_[starts, len(codes)])
-    xm = x - np.repeat(np.add.reduceat(x, starts) / counts, counts)
-    ym = y - np.repeat(np.add.reduceat(y, starts, axis=0) / counts[:, None], counts, axis=0)
-    sxx = np.add.reduceat(xm * xm, starts)
-    syy = np.add.reduceat(ym * ym, starts, axis=0)
-    sxy = np.add.reduceat(xm[:, None] * ym, starts, axis=0)
+    if scaled:
+        sx = np.maximum.reduceat(np.abs(x), starts)
+        sy = np.maximum.reduceat(np.abs(y), starts, axis=0)
+        x = x / np.repeat(np.where(sx > 0, sx, 1.0), counts)
+        y = y / np.repeat(np.where(sy > 0, sy, 1.0), counts, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        xm = x - np.repeat(np.add.reduceat(x, starts) / counts, counts)
+        ym = y - np.repeat(np.add.reduceat(y, starts, axis=0) / counts[:, None], counts, axis=0)
+        sxx = np.add.reduceat(xm * xm, starts)
+        syy = np.add.reduceat(ym * ym, starts, axis=0)
+        sxy = np.add.reduceat(xm[:, None] * ym, starts, axis=0)
+        r = sxy / (np.sqrt(sxx)[:, None] * np.sqrt(syy))
     const_x = np.maximum.reduceat(x, starts) == np.minimum.reduceat(x, starts)
     const_y = np.maximum.reduceat(y, starts, axis=0) == np.minimum.reduceat(y, starts, axis=0)
     undefined = const_x[:, None] | const_y
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = sxy / (np.sqrt(sxx)[:, None] * np.sqrt(syy))
+    if not scaled and not np.isfinite(r[~undefined]).all():
+        return _grouped_pearson(x, y, codes, n_groups, scaled=True)
     r = np.where(undefined, 0.0, np.clip(r, -1.0, 1.0))
     out = np.zeros((n_groups, y.shape[1]))
     grp = codes[starts]

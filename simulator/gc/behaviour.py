@@ -128,6 +128,9 @@ def load_catalog(suite: str, path: Path | None = None) -> dict[str, AllocBehavio
         raise SimulatorInputError(f"{source}: schema_version {version!r} is not supported "
                                   f"(this whatif reads version {ALLOC_SCHEMA_VERSION})")
     out = {}
+    if not isinstance(raw.get("alloc", {}), dict):
+        raise SimulatorInputError(f"{source}: alloc: expected a table of [alloc.NAME] tables, got "
+                                  f"{type(raw['alloc']).__name__} {str(raw['alloc'])[:40]}")
     for name, spec in (raw.get("alloc") or {}).items():
         if not isinstance(spec, dict):
             raise SimulatorInputError(f"{source}: alloc.{name}: expected a table")
