@@ -35,10 +35,10 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:                    # (imported where used: a refused scenario fails before pandas loads)
+    import pandas as pd
 
 from whatif.scenarios.errors import ScenarioError
 
@@ -65,6 +65,8 @@ _RENAME_EXCHANGE = 2                 # linux/fs.h
 
 # ----------------------------------------------------------------------------------------- JSON
 def _json_default(obj: Any) -> Any:
+    import numpy as np
+
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):
