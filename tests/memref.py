@@ -299,8 +299,7 @@ class RefHierarchy:
             if cw >= 0 and (cs.ways[cw].valid & cm) == cm:
                 cs.touch(cw)
                 if cs.ways[cw].pref & cm:
-                    cur.c.pf_useful += 1
-                    cs.ways[cw].pref &= ~cm
+                    self.prefetched_hit(cur, cs.ways[cw], cm, cl, record)
                 served = cur.name
                 break
             cur.c.miss[src] += 1
@@ -355,8 +354,7 @@ class RefHierarchy:
                 ln = cset.ways[w]
                 cset.touch(w)
                 if ln.pref & mask:
-                    c.c.pf_useful += 1
-                    ln.pref &= ~mask
+                    self.prefetched_hit(c, ln, mask, line, record and first)
                 if first:
                     served = c.name
                 if not write:
@@ -402,17 +400,24 @@ class RefHierarchy:
         served = self.fill(c, line, mask, PREFETCH, mask, False)
         c.engines[k] = self.now + self.latency(served)
 
-    def prefetch_after_demand(self):
+    def prefetched_hit(self, c: RefCache, ln, mask: int, line: int, record: bool):
+        """A demand hit on prefetched sectors: useful once; a tagged prefetcher fetches on as on a miss."""
+        c.c.pf_useful += 1
+        ln.pref &= ~mask
+        if record and "tagged_next_line" in c.prefetchers:
+            self.missed.append((c, line))
+
+    def prefetch_after_demand(self, page: int):
         todo, self.missed = self.missed, []
         for c, line in todo:
-            if not (c.prefetchers & {"next_line", "adjacent_sector", "adjacent_line"}):
+            if not (c.prefetchers & {"next_line", "tagged_next_line", "adjacent_sector", "adjacent_line"}):
                 continue
-            page_lines = max(1, 4096 // c.line_bytes)
+            page_lines = max(1, page // c.line_bytes)
             if "adjacent_sector" in c.prefetchers:
                 self.prefetch_line(c, line, c.full)
             if "adjacent_line" in c.prefetchers and page_lines > 1:
                 self.prefetch_line(c, line ^ 1, c.full)
-            if "next_line" in c.prefetchers:
+            if c.prefetchers & {"next_line", "tagged_next_line"}:
                 for d in range(1, c.degree + 1):
                     if (line + d) // page_lines != line // page_lines:
                         break
@@ -436,7 +441,7 @@ class RefHierarchy:
         ent[1] = line
         if ent[3] >= 1:
             target = line + c.degree * stride
-            shift = max(12 - int(math.log2(c.line_bytes)), 0)
+            shift = max(int(math.log2(self.page_bytes['data'])) - int(math.log2(c.line_bytes)), 0)
             if target >= 0 and (target >> shift) == (line >> shift):
                 self.prefetch_line(c, target, c.full)
 
@@ -516,16 +521,16 @@ class RefHierarchy:
         p0, p1 = self.phys(vaddr, side), self.phys(vlast, side)
         if c.line_of(p0) == c.line_of(p1):
             self.request(c, p0, size, src, write, True, True)
-            self.prefetch_after_demand()
+            self.prefetch_after_demand(page)
             return
         c.c.straddle += 1
         c.c.acc[src] += 1
         end0 = (c.line_of(p0) + 1) * c.line_bytes
         r0 = self.request(c, p0, end0 - p0, src, write, False, True)
-        self.prefetch_after_demand()
+        self.prefetch_after_demand(page)
         base1 = c.line_of(p1) * c.line_bytes
         r1 = self.request(c, base1, p1 - base1 + 1, src, write, False, True)
-        self.prefetch_after_demand()
+        self.prefetch_after_demand(page)
         if r0 != c.name or r1 != c.name:
             c.c.miss[src] += 1
 

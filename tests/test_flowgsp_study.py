@@ -48,6 +48,8 @@ def test_every_run_is_profiled_mined_and_compared(study):
     assert cmp_["itlb_misses_change_pct"] == pytest.approx(100 * (large["itlb_misses"] - base["itlb_misses"])
                                                           / base["itlb_misses"])
     assert large["itlb_misses"] < 0.1 * base["itlb_misses"]         # 1 MB code pages: a handful of ITLB entries
+    # ... and the L1I's sequential prefetch is no longer cut at every 4 KB
+    assert cmp_["l1i_misses_change_pct"] < -1.0 and large["l1i_misses"] < base["l1i_misses"]
     assert base["patterns_found"] >= 3
 
 

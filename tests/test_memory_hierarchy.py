@@ -52,6 +52,9 @@ VARIANTS = {
     "ip_stride": ["l1d.prefetchers=['ip_stride']", "l2.prefetchers=['adjacent_line']", "l2.size_kb=64"],
     "plru_tlb": ["dtlb.replacement=plru", "itlb.replacement=fifo", "dtlb.entries=16"],
     "radix_walk": ["page_walk.kind=radix", "page_walk.cache_level=L2", "page_walk.cached_levels=1"],
+    "tagged_prefetch": ["l1i.prefetchers=['tagged_next_line']", "l1d.prefetchers=['tagged_next_line']",
+                        "l1d.prefetch_degree=2", "l2.prefetchers=['tagged_next_line','adjacent_sector']",
+                        "l2.size_kb=32", "l1i.size_kb=4"],
     "prefetch_engines": ["l1d.prefetchers=['next_line']", "l1d.prefetch_degree=2", "l1d.prefetch_engines=2",
                          "l2.prefetchers=['adjacent_sector','next_line']", "l2.prefetch_engines=1", "l2.size_kb=32",
                          "memory.latency_cycles=12"],
@@ -63,9 +66,34 @@ def test_mechanism_variants_match_reference(variant):
     platform = load_platform("mpc7447a", VARIANTS[variant])
     fast, ref = both(platform, small_trace(11), seed=11, cycles_per_record=1 if variant == "prefetch_engines" else None)
     assert_same(fast, ref)
+    if variant.startswith("tagged"):              # hits on prefetched lines fetched further lines
+        assert fast["levels"]["L1I"]["prefetches_useful"] > 0
     if variant == "prefetch_engines":            # the engines both issue and drop on this trace
         for lv in ("L1D", "L2"):
             assert fast["levels"][lv]["prefetches_issued"] > 0 and fast["levels"][lv]["prefetches_dropped"] > 0
+
+
+@pytest.mark.parametrize("code_page_kb", [4, 1024])
+def test_z10_tagged_instruction_prefetch_matches_reference(code_page_kb):
+    platform = load_platform("z10", ["l1i.size_kb=16", f"memory.code_page_kb={code_page_kb}",
+                                     "memory.page_mapping=scattered"])
+    fast, ref = both(platform, small_trace(3, n=20000, instr=2.0), seed=3)
+    assert_same(fast, ref)
+    assert fast["levels"]["L1I"]["prefetches_useful"] > 0
+
+
+def test_sequential_code_misses_once_a_page_under_4kb_pages_and_once_under_1mb_pages():
+    """The z10's tagged next-line I-prefetch streams ahead of straight-line code until the stream leaves
+    the page it has a translation for: every 4 KB under 4 KB pages, never within a 1 MB page."""
+    n = 256 * 1024 // 4                                  # 256 KB of 4-byte fetches, from a 1 MB boundary
+    trace = Trace((np.uint64(0x4000_0000) + np.uint64(4) * np.arange(n, dtype=np.uint64)),
+                  np.full(n, 4, np.uint16), np.zeros(n, np.uint8))
+    misses = {}
+    for kb in (4, 1024):
+        h = MemoryHierarchy(load_platform("z10", [f"memory.code_page_kb={kb}"]))
+        h.run(trace.addrs, trace.sizes, trace.kinds)
+        misses[kb] = h.counters()["levels"]["L1I"]["misses"]
+    assert misses == {4: 64, 1024: 1}                    # 256 KB / 4 KB pages; one cold start
 
 
 def test_three_level_inclusive_and_large_pages_match_reference():

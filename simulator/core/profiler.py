@@ -39,11 +39,14 @@ definitions directly.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
 from whatif.simulator.core import timing as TM
 from whatif.simulator.errors import constraint_error
+from whatif.simulator.jitcache import drop_stale_caches
 from whatif.simulator.isa import OP_CALL, OP_RET
 
 SAMPLED_EVENTS = ("Icachemiss", "TLBmiss", "DTLBmiss", "Dcachemiss", "AGIstall", "Branchmispredict")
@@ -237,3 +240,8 @@ class InstructionProfiler:
     def samples_outside(self) -> int:
         """Samples that landed on instructions outside the program (the OS timer handler)."""
         return int(self.st[P_OUTSIDE])
+
+
+# the timing kernel, with everything compiled into it, is compiled into the profiling kernel
+drop_stale_caches("profiler", (TM.MS, TM.MC, TM.MK, TM.predictors, TM.raw, TM.memport, TM.isa, TM,
+                               sys.modules[__name__]))

@@ -91,15 +91,23 @@ Records (instruction profiling, :mod:`simulator.core.profiler`): when ``rec`` ha
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from whatif.simulator import isa
 from whatif.simulator.core import counters as V
+from whatif.simulator.core import predictors
 from whatif.simulator.core.predictors import OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT_RAS_MISS, OUT_TGT, \
     predict_control
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL, \
     OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE
 from whatif.simulator.core import memport, raw
+from whatif.simulator.jitcache import drop_stale_caches
+from whatif.simulator.memory import caches as MC
+from whatif.simulator.memory import kernel as MK
+from whatif.simulator.memory import state as MS
 
 U64 = np.uint64
 RING = 1 << 15                 # issue-reservation ring (cycles)
@@ -777,3 +785,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     S[S_MSHR_MAX] = mshr_max
     S[S_PARTIAL_MAX] = partial_max
     return i - start
+
+
+# the memory hierarchy's fast paths and the predictors are compiled into the timing kernel
+drop_stale_caches("core", (MS, MC, MK, predictors, raw, memport, isa, sys.modules[__name__]))

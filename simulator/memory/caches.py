@@ -15,9 +15,10 @@ from whatif.simulator.memory.state import (
     C_PF_BUSY0, C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS,
     C_WRITE_ALLOC, C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED,
     CN_PF_ISSUED, CN_PF_USEFUL, CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0,
-    F_WAY, FRAMEROW, G_MEM_LAT, G_NLEVELS, I64, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW,
-    N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, S_FILL_SLOT, S_MISSED,
-    S_MISSED_LINE, S_NMISSED, SCR, SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
+    F_WAY, FRAMEROW, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES,
+    MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_TAGGED,
+    S_FILL_SLOT,
+    S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
     _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch, _rand, _sector_mask, _set_of, _st)
 
 
@@ -258,6 +259,17 @@ def _note_miss(s, lvl, line):
     _st(s, SCR + S_NMISSED, k + 1)
 
 
+@njit(cache=True, inline="always")
+def prefetched_hit(s, lvl, m, mask, line, record):
+    """A demand hit on sectors ``mask`` of ``line`` (metadata at ``m``) that a prefetch brought in: the
+    prefetch was useful (counted once); with ``record``, a tagged prefetcher at ``lvl`` treats the hit as
+    a miss and fetches on ahead."""
+    _add(s, N0 + lvl * NCOL + CN_PF_USEFUL, 1)
+    _st(s, m + M_PS, _ldu(s, m + M_PS) & ~mask)
+    if record and (_cfg(s, C0 + lvl * NCOL + C_PF_KIND) & PF_TAGGED) != 0:
+        _note_miss(s, lvl, line)
+
+
 @njit(cache=True)
 def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
     """Service a miss of sectors ``mask`` of ``line`` at ``lvl`` (way ``w`` if the tag is present).
@@ -298,8 +310,7 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
         if cw >= 0 and (_ldu(s, m + M_VD) & cmask) == cmask:
             _touch(s, cur, cslot0 + cw, cset, cw)
             if _ldu(s, m + M_PS) & cmask:
-                _add(s, cn + CN_PF_USEFUL, 1)
-                _st(s, m + M_PS, _ldu(s, m + M_PS) & ~cmask)
+                prefetched_hit(s, cur, m, cmask, cline, record)
             served = cur
             break
         _add(s, cn + CN_MISS + src, 1)
@@ -378,8 +389,7 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
         if w >= 0 and (_ldu(s, m + M_VD) & mask) == mask:
             _touch(s, lvl, slot0 + w, set_id, w)
             if _ldu(s, m + M_PS) & mask:
-                _add(s, cn + CN_PF_USEFUL, 1)
-                _st(s, m + M_PS, _ldu(s, m + M_PS) & ~mask)
+                prefetched_hit(s, lvl, m, mask, line, record and first)
             if first:
                 served = lvl
             if not write:
@@ -450,8 +460,7 @@ def line_miss(s, lvl, addr, nbytes, src, write, record):
             _add(s, N0 + nxt * NCOL + CN_ACC + src, 1)
             _touch(s, nxt, cslot0 + cw, cset, cw)
             if _ldu(s, m + M_PS) & cmask:
-                _add(s, N0 + nxt * NCOL + CN_PF_USEFUL, 1)
-                _st(s, m + M_PS, _ldu(s, m + M_PS) & ~cmask)
+                prefetched_hit(s, nxt, m, cmask, cline, record)
             slot, wb_addr, wb_bytes = _install(s, lvl, line, set_id, slot0, mask, U64(0), U64(0))
             if wb_bytes > 0:
                 _writeback(s, nxt, wb_addr, wb_bytes)
@@ -506,9 +515,11 @@ def prefetch_line(s, lvl, line, mask):
 
 
 @njit(cache=True)
-def _prefetch_after_demand(s):
+def _prefetch_after_demand(s, page_bits):
     """Run the miss-triggered prefetchers of every level the last demand request missed, top down: per
-    level the other sectors of the line, then the buddy line, then the next lines."""
+    level the other sectors of the line, then the buddy line, then the next lines -- never past the end
+    of the demand's page (``page_bits``): a prefetcher has no translation for the next page, so under
+    1 MB code pages the next-line prefetcher runs on where under 4 KB pages it stops every 4 KB."""
     k = _ld(s, SCR + S_NMISSED)
     if k == 0:
         return
@@ -519,7 +530,7 @@ def _prefetch_after_demand(s):
         kinds = _cfg(s, c + C_PF_KIND)
         line = _ldu(s, SCR + S_MISSED_LINE + i)
         full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
-        page_lines = U64(1) << U64(max(12 - _cfg(s, c + C_LINE_BITS), 0))   # prefetches stay in a 4 KB page
+        page_lines = U64(1) << U64(max(page_bits - _cfg(s, c + C_LINE_BITS), 0))
         for j in range(2 + _cfg(s, c + C_PF_DEGREE)):
             if j == 0:
                 if (kinds & PF_ADJACENT_SECTOR) == 0:
@@ -530,7 +541,7 @@ def _prefetch_after_demand(s):
                     continue
                 target = line ^ U64(1)
             else:
-                if (kinds & PF_NEXT_LINE) == 0:
+                if (kinds & (PF_NEXT_LINE | PF_TAGGED)) == 0:
                     break
                 target = line + U64(j - 1)
                 if target // page_lines != line // page_lines:
@@ -565,7 +576,7 @@ def train_ip_stride(s, lvl, pc, addr):
     _st(s, e + 1, line)
     if _ld(s, e + 3) >= 1:
         target = line + _cfg(s, c + C_PF_DEGREE) * stride
-        page_shift = max(12 - lb, 0)
+        page_shift = max(_cfg(s, G_PAGE_BITS) - lb, 0)            # (the data page: loads train it)
         if target >= 0 and (target >> page_shift) == (line >> page_shift):
             full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
             prefetch_line(s, lvl, U64(target), full)

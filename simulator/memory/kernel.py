@@ -37,15 +37,14 @@ same rules):
 
 from __future__ import annotations
 
-import hashlib
 import sys
-from pathlib import Path
 
 from numba import njit
-from numba.core.dispatcher import Dispatcher
 
-from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, line_miss, prefetch_sets, request,
-                                     train_ip_stride)
+from whatif.simulator.jitcache import drop_stale_caches
+from whatif.simulator.memory import caches, state
+from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, line_miss, prefetch_sets,
+                                            prefetched_hit, request, train_ip_stride)
 from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
     C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK,
     CN_ACC, CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
@@ -240,17 +239,17 @@ def _hit(s, lvl, p0, nbytes, src, write):
     _add(s, N0 + lvl * NCOL + CN_ACC + src, 1)
     _touch(s, lvl, slot, set_id, w)
     if _ldu(s, m + M_PS) & mask:
-        _add(s, N0 + lvl * NCOL + CN_PF_USEFUL, 1)
-        _st(s, m + M_PS, _ldu(s, m + M_PS) & ~mask)
+        prefetched_hit(s, lvl, m, mask, line, src <= SRC_STORE)         # (a walk load is no demand)
     _st(s, m + M_VD, vd | ((mask << U64(32)) * U64(write)))      # dirty on a write, branch-free
     return True
 
 
 @njit(cache=True)
-def _cache_access(s, lvl, p0, p1, src, write):
+def _cache_access(s, lvl, p0, p1, src, write, page_bits):
     """The cache part of a demand access of physical bytes [p0, p1] at first level ``lvl``, with the
     straddling rule: an access over two lines is one access, and a miss if either line misses.  Returns
-    the supplying level (also left in the scratch row)."""
+    the supplying level (also left in the scratch row).  ``page_bits``: the size of the page the access
+    lies in, which the miss-triggered prefetchers stay inside."""
     lb = U64(_cfg(s, C0 + lvl * NCOL + C_LINE_BITS))
     line0 = p0 >> lb
     line1 = p1 >> lb
@@ -276,7 +275,7 @@ def _cache_access(s, lvl, p0, p1, src, write):
         if rk < 0:
             rk = request(s, lvl, a, nbytes, src, write, pieces == 1, True)
         if _ld(s, SCR + S_NMISSED) != 0:
-            _prefetch_after_demand(s)
+            _prefetch_after_demand(s, page_bits)
         missed = missed or rk != lvl
         r = max(r, rk)
     if pieces == 2 and missed:
@@ -302,7 +301,7 @@ def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
         for k in range(1 if (vlast >> pb) == (vaddr >> pb) else 2):
             tlb = max(tlb, translate(s, vaddr if k == 0 else vlast, t0, t1, page_bits))
     _st(s, SCR + S_TLB, tlb)
-    return _cache_access(s, lvl, phys(s, vaddr, page_bits), phys(s, vlast, page_bits), src, write)
+    return _cache_access(s, lvl, phys(s, vaddr, page_bits), phys(s, vlast, page_bits), src, write, page_bits)
 
 
 @njit(cache=True, inline="always")
@@ -328,7 +327,9 @@ def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
             _st(s, SCR + S_WALK_CYCLES, 0)
             p0 = phys(s, vaddr, page_bits)
             if not _hit(s, lvl, p0, size, src, write):
-                return _cache_access(s, lvl, p0, p0 + U64(size - 1), src, write)   # the same page: the same frame
+                return _cache_access(s, lvl, p0, p0 + U64(size - 1), src, write, page_bits)   # the same page: the same frame
+            if _ld(s, SCR + S_NMISSED) != 0:          # a hit on a prefetched line at a tagged prefetcher
+                _prefetch_after_demand(s, page_bits)
             _st(s, SCR + S_LEVEL, lvl)
             return lvl
     return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
@@ -394,29 +395,4 @@ def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing):
 
 
 # ============================================================================ cache coherence
-def _drop_stale_caches() -> None:
-    """numba's ``cache=True`` keys a cached function on its own source file only, but these kernels
-    inline code and constants from ``state.py`` and ``caches.py``: when any of the three files changes,
-    drop the cached machine code of all of them (each process checks once, at import)."""
-    from whatif.simulator.memory import caches, state
-
-    modules = (state, caches, sys.modules[__name__])
-    digest = hashlib.sha1(b"".join(Path(m.__file__).read_bytes() for m in modules)).hexdigest()
-    cached = [d._cache for m in modules for d in vars(m).values()
-              if isinstance(d, Dispatcher) and d.__module__ == m.__name__ and hasattr(d._cache, "cache_path")]
-    stamp = Path(run_trace._cache.cache_path) / "simulator_memory_kernels.sha1"
-    try:
-        if stamp.read_text() == digest:
-            return
-    except OSError:
-        pass
-    for cache in cached:
-        cache.flush()
-    try:
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(digest)
-    except OSError:
-        pass
-
-
-_drop_stale_caches()
+drop_stale_caches("memory", (state, caches, sys.modules[__name__]))

@@ -14,10 +14,14 @@ REPLACEMENT = {"lru": 0, "plru": 1, "fifo": 2, "random": 3}
 
 # Prefetchers, attached to a cache level.  "none" is the do-nothing default.
 #   next_line       on a demand miss of line X, fetch line X+1 (degree lines ahead) into this level
+#   tagged_next_line  next_line that also fires on the first demand hit on a line a prefetch brought in, so a
+#                   sequential stream stays ahead of its use until it leaves the page (Smith's tagged
+#                   prefetch, A. J. Smith, "Cache memories", ACM Computing Surveys 14(3), 1982, §2.1.2)
 #   adjacent_sector on a demand miss, fetch the other sectors of the same line (MPC7447A L2 prefetch engines)
 #   adjacent_line   on a demand miss, fetch the buddy line of the aligned 128-byte pair (Intel "spatial" L2 prefetcher)
 #   ip_stride       per load PC: when the same stride is seen twice, fetch addr + degree*stride (Intel IP prefetcher)
-PREFETCHERS = {"none": 0, "next_line": 1, "adjacent_sector": 2, "adjacent_line": 3, "ip_stride": 4}
+PREFETCHERS = {"none": 0, "next_line": 1, "adjacent_sector": 2, "adjacent_line": 3, "ip_stride": 4,
+               "tagged_next_line": 5}
 
 # Page-walk kinds.  radix: x86-64 style multi-level tables; hashed: PowerPC hashed page table (HTAB);
 # none: an ideal walk that issues no memory accesses.

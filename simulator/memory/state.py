@@ -116,8 +116,8 @@ F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
  G_MEM_LAT, G_RNG, G_IP_STRIDE, G_IPAGE_BITS, G_IWALK_LEVELS, G_NTLBS, G_SIZE) = range(25)
 
 # prefetcher bits of the C_PF_KIND column (bit = 1 << (registry id - 1); several may be stacked)
-PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE = 1, 2, 4, 8
-PF_MISS_TRIGGERED = PF_NEXT_LINE | PF_ADJACENT_SECTOR | PF_ADJACENT_LINE
+PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE, PF_TAGGED = 1, 2, 4, 8, 16
+PF_MISS_TRIGGERED = PF_NEXT_LINE | PF_ADJACENT_SECTOR | PF_ADJACENT_LINE | PF_TAGGED
 
 PT_BASE = np.uint64(0xF000000000000000)     # physical region of radix page tables (per-level sub-regions)
 HTAB_BASE = np.uint64(0xE000000000000000)   # physical base of the PowerPC hashed page table
