@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ def mine_command(profile: Path, *, gap: int = 0, window: int = 0, generations: i
     if out is not None:
         check_results_target(out)
     engine = make_engine(gap, window, generations, min_support, min_diff_support, workers, cluster)
+    preloading = preload_writers() if out is not None else None
     efg = read_profile(profile)
     bar = RichProgress() if progress else None
     try:
@@ -75,8 +77,31 @@ def mine_command(profile: Path, *, gap: int = 0, window: int = 0, generations: i
         if bar is not None:
             bar.stop()
     if out is not None:
+        preloading.join()
         write_results(Path(out), results, efg, profile, t0)
     return results, results.to_dict(top=top)
+
+
+def preload_writers() -> threading.Thread:
+    """Import what writing a results directory needs (matplotlib, pyarrow) and draw one small figure
+    (fonts, text layout) on a thread, while the graph is read and mined: about half a second that the
+    mining kernels, which release the GIL, leave room for.  Join the thread before plotting (matplotlib
+    is not thread-safe)."""
+    def load() -> None:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import pyarrow.parquet  # noqa: F401
+
+        fig, ax = plt.subplots(figsize=(2, 2))
+        ax.bar([1, 2], [1, 10], label="warm-up")
+        ax.set_yscale("log")
+        ax.legend()
+        figure_png(fig)
+
+    thread = threading.Thread(target=load, name="whatif-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 JSON_TOP = 200             # sequences by S_M in results.json

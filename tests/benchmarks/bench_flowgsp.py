@@ -12,6 +12,9 @@ Cases, each in a fresh process (so that its peak resident memory is its own):
 * ``dense-g0w0``: a stress variant with four times as many hardware-event attributes (~2.3 per vertex),
   g = w = 0 (with g = w = 1 its candidate generations grow past a million: GSP's thresholds, not the
   counting, are then the limit — the thesis too advises raising the threshold for larger gaps/windows).
+* ``mine-out``: ``whatif mine`` of a 50-method synthetic profile (g = w = 1) as a user runs it, process
+  start to exit, without and with ``--out`` (Parquet tables, results.json, figures, report.html); median
+  of three runs each.  Goal (issue 16): ``--out`` adds at most 20 %, and results.json stays under 1 MB.
 * ``reference-ratio``: the slow reference implementation and the fast one, side by side in one process,
   on a graph the reference mines in about a minute (g = w = 1, n_gen = 3); the kept sequences must agree.
 
@@ -99,8 +102,40 @@ def case_reference_ratio() -> dict:
             "agree": agree, "peak_rss_mb": _peak_rss_mb()}
 
 
+def case_mine_out(runs: int = 3) -> dict:
+    import shutil
+    import statistics
+    import tempfile
+
+    from whatif.models.flowgsp.formats import to_json_text
+    from whatif.models.flowgsp.synthetic import synthetic_efg
+
+    with tempfile.TemporaryDirectory(prefix="whatif-bench-") as tmp:
+        profile = Path(tmp) / "websphere50.json"
+        profile.write_text(to_json_text(synthetic_efg(n_methods=50, seed=0)))
+        out = Path(tmp) / "results"
+        cmd = [sys.executable, "-m", "whatif.cli", "mine", str(profile), "--gap", "1", "--window", "1"]
+        subprocess.run(cmd, capture_output=True, check=True)            # numba's cache, the page cache
+        plain, written = [], []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, check=True)
+            plain.append(time.perf_counter() - t)
+            shutil.rmtree(out, ignore_errors=True)
+            t = time.perf_counter()
+            subprocess.run(cmd + ["--out", str(out)], capture_output=True, check=True)
+            written.append(time.perf_counter() - t)
+        results_json = (out / "results.json").stat().st_size
+        files = sum(f.stat().st_size for f in out.iterdir())
+        kept = json.loads((out / "results.json").read_text())["sequences_kept"]
+    a, b = statistics.median(plain), statistics.median(written)
+    return {"case": "mine-out", "plain_s": a, "out_s": b, "overhead_pct": 100.0 * (b - a) / a,
+            "results_json_bytes": results_json, "directory_bytes": files, "kept": kept, "runs": runs}
+
+
 CASES = {"websphere-g0w0": lambda: case_websphere(0, 0), "websphere-g1w1": lambda: case_websphere(1, 1),
-         "dense-g0w0": lambda: case_websphere(0, 0, event_scale=4.0), "reference-ratio": case_reference_ratio}
+         "dense-g0w0": lambda: case_websphere(0, 0, event_scale=4.0), "reference-ratio": case_reference_ratio,
+         "mine-out": case_mine_out}
 
 
 def main() -> None:
@@ -129,6 +164,11 @@ def main() -> None:
                 print(f"     gen {gen['n']:>2}: {gen['candidates']:>7,} candidates {gen['kept']:>7,} kept "
                       f"{gen['seconds']:8.2f} s")
             print(f"   top: {', '.join(doc['top'][:3])}")
+        elif doc["case"] == "mine-out":
+            print(f"   whatif mine (50 methods, g = w = 1, {doc['kept']:,} sequences kept): {doc['plain_s']:.2f} s; "
+                  f"with --out {doc['out_s']:.2f} s: {doc['overhead_pct']:+.0f} % (goal <= +20 %); "
+                  f"results.json {doc['results_json_bytes'] / 1e3:.0f} KB (goal < 1 MB), directory "
+                  f"{doc['directory_bytes'] / 1e6:.1f} MB; median of {doc['runs']} runs each, process start to exit")
         else:
             print(f"   graph: {doc['vertices']} vertices, {doc['edges']} edges; g=w=1, n_gen=3, "
                   f"{doc['candidates']:,} candidates, {doc['kept']:,} kept")
