@@ -96,6 +96,23 @@ def test_sequential_code_misses_once_a_page_under_4kb_pages_and_once_under_1mb_p
     assert misses == {4: 64, 1024: 1}                    # 256 KB / 4 KB pages; one cold start
 
 
+def test_a_trace_run_in_chunks_or_calls_counts_as_one_run():
+    """The IP-stride prefetcher trains on the PC of each load: a chunk (or a further call, as a streaming
+    reader makes) that starts with data accesses continues the instruction fetched before it."""
+    trace = small_trace(4, n=30000, instr=0.3)
+    whole = MemoryHierarchy(load_platform("nehalem"), seed=4).run(trace.addrs, trace.sizes, trace.kinds)
+    chunked = MemoryHierarchy(load_platform("nehalem"), seed=4).run(trace.addrs, trace.sizes, trace.kinds,
+                                                                   chunk=7)
+    calls = MemoryHierarchy(load_platform("nehalem"), seed=4)
+    for a in range(0, len(trace), 1001):
+        calls.run(trace.addrs[a:a + 1001], trace.sizes[a:a + 1001], trace.kinds[a:a + 1001],
+                  cycles_per_record=1)
+    assert chunked.counters() == whole.counters()
+    assert whole.counters()["levels"]["L1D"]["prefetches_issued"] > 0
+    assert calls.counters()["levels"] == MemoryHierarchy(load_platform("nehalem"), seed=4).run(
+        trace.addrs, trace.sizes, trace.kinds, cycles_per_record=1).counters()["levels"]
+
+
 def test_three_level_inclusive_and_large_pages_match_reference():
     platform = load_platform("nehalem", ["memory.page_kb=2048", "l3.size_kb=128", "l2.size_kb=64", "l1d.size_kb=16"])
     fast, ref = both(platform, small_trace(5, n=20000), seed=5)

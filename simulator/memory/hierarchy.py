@@ -66,6 +66,7 @@ class MemoryHierarchy:
         self.state = self._build()
         self.simulation_seconds = 0.0
         self.accesses = 0
+        self._trace_pc = 0              # the last instruction fetch of the trace run so far (run())
 
     # ------------------------------------------------------------------ construction
     def _build(self) -> L.MemState:
@@ -223,11 +224,14 @@ class MemoryHierarchy:
         kinds = np.ascontiguousarray(kinds, dtype=np.uint8)
         total = len(addrs)
         # an empty first call loads (or compiles) the kernel outside the timed region
-        K.run_trace(*self.state, addrs, sizes, kinds, 0, 0, 0, 1)
+        K.run_trace(*self.state, addrs, sizes, kinds, 0, 0, 0, 1, 0)
         t0 = time.perf_counter()
         for start in range(0, total, chunk):
             stop = min(total, start + chunk)
-            K.run_trace(*self.state, addrs, sizes, kinds, start, stop, 0, spacing)
+            # (the PC carries over chunks and calls: a data access at a chunk's start belongs to the
+            # instruction fetched at the end of the one before, which trains the IP prefetcher)
+            self._trace_pc = K.run_trace(*self.state, addrs, sizes, kinds, start, stop, 0, spacing,
+                                         self._trace_pc)
             if progress is not None:
                 progress(stop - start)
         self.simulation_seconds += time.perf_counter() - t0

@@ -378,12 +378,13 @@ def data_access(S, vaddr, size, kind, pc):
 
 
 @njit(cache=True)
-def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing):
-    """Simulate trace records [start, stop).  The PC of a data access is the address of the most recent
-    instruction fetch (lackey order: an ``I`` record precedes the data accesses of its instruction).
+def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing, pc):
+    """Simulate trace records [start, stop); returns the PC after them.  The PC of a data access is the
+    address of the most recent instruction fetch (lackey order: an ``I`` record precedes the data
+    accesses of its instruction); ``pc``: the one before ``start`` (a chunk continues its predecessor).
     Time (``S[SCR_NOW]``, for the prefetch engines): record ``i`` at cycle ``(t0 + i) * spacing``."""
     s = S.ctypes.data
-    pc = U64(0)
+    pc = U64(pc)
     for i in range(U64(start), U64(stop)):          # (unsigned: no negative-index wraparound code)
         _st(s, SCR_NOW, (I64(t0) + I64(i)) * I64(spacing))
         k = kinds[i]
@@ -392,6 +393,7 @@ def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing):
             _fetch(s, addrs[i], I64(sizes[i]))
         else:
             _data(s, addrs[i], I64(sizes[i]), I64(k), pc)
+    return pc
 
 
 # ============================================================================ cache coherence
