@@ -377,7 +377,7 @@ def data_access(S, vaddr, size, kind, pc):
     return _data(S.ctypes.data, vaddr, size, kind, pc)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)     # (a reader thread parses the next chunk meanwhile)
 def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing, pc):
     """Simulate trace records [start, stop); returns the PC after them.  The PC of a data access is the
     address of the most recent instruction fetch (lackey order: an ``I`` record precedes the data
