@@ -86,6 +86,9 @@ def read_tables(path: str | Path) -> dict[str, pd.DataFrame]:
     except (sqlite3.Error, pd.errors.DatabaseError) as exc:      # pandas wraps its query's sqlite3 error
         cause = exc.__cause__ if isinstance(exc.__cause__, sqlite3.Error) else exc
         raise ModelInputError(f"{path}: cannot read SQLite profile: {cause}") from None
+    except UnicodeDecodeError as exc:                            # a damaged schema: a name that is not UTF-8
+        raise ModelInputError(f"{path}: cannot read SQLite profile: its schema holds text that is not UTF-8 "
+                              f"({exc.reason})") from None
     finally:
         con.close()
     return tables
