@@ -230,6 +230,13 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                  sampling: Optional[str] = typer.Option(None, "--sampling",
                                                         help="SD,SP,SI: sampling delay, period, interval in the "
                                                              "seed's seconds (seed 002 used 10,5,3)"),
+                 sample: Optional[str] = typer.Option(None, "--sample",
+                                                      help="smarts or smarts:U,W,N: SMARTS sampled simulation, N "
+                                                           "units of U instructions timed in detail after W of "
+                                                           "detailed warm-up, caches and predictors functionally "
+                                                           "warmed in between (default 1000,2000 and N by the run's "
+                                                           "length); CPI and event rates with 99.7 % confidence "
+                                                           "intervals"),
                  time_scale: float = typer.Option(1e-4, "--time-scale",
                                                   help="simulated seconds per second of --sampling (10 s -> 1 ms)"),
                  seed: int = typer.Option(0, "--seed", min=0),
@@ -243,7 +250,7 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
     from whatif.scenarios.render.simulate import print_summary
 
     doc = simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
-                                          pmu, out, progress=not as_json, warmup=warmup)
+                                          pmu, out, progress=not as_json, warmup=warmup, sample=sample)
     if as_json:
         echo_json(doc)
     else:

@@ -14,11 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt, 
 
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.progress import progress_bar, status
-from whatif.simulator.collect import CollectSpec, check_sampling_feasible, simulate_one
+from whatif.simulator.collect import CollectSpec, check_sample, check_sampling_feasible, simulate_one
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.platform import load_platform
 from whatif.simulator.sampling import Sampling
+from whatif.simulator.smarts import SmartsSpec
 from whatif.simulator.workload import load_workload
 
 DEFAULT_TIME_SCALE = 1e-4
@@ -34,6 +35,10 @@ class SimulateSpec(BaseModel):
     pmu: Literal["ideal", "physical"] = "ideal"
     os_noise: bool = True
     predictor: str | None = None
+    sample: str | None = None                    # "smarts" or "smarts:U,W,N": SMARTS sampled runs
+
+    def smarts(self, where: str = "simulate.sample") -> SmartsSpec | None:
+        return None if self.sample is None else SmartsSpec.parse(self.sample, where)
 
     def sampling_scaled(self) -> Sampling | None:
         if self.sampling is None:
@@ -46,9 +51,10 @@ class SimulateSpec(BaseModel):
         except SimulatorInputError as exc:
             raise SimulatorInputError(f"sampling x time_scale {self.time_scale:g}: {exc}") from None
 
-    def collect_spec(self) -> CollectSpec:
+    def collect_spec(self, where: str = "simulate.sample") -> CollectSpec:
         return CollectSpec(instructions=self.instructions, warmup=self.warmup, sampling=self.sampling_scaled(),
-                           pmu=self.pmu, os_noise=self.os_noise, predictor=self.predictor)
+                           pmu=self.pmu, os_noise=self.os_noise, predictor=self.predictor,
+                           sample=self.smarts(where))
 
 
 def check_workloads(workloads: list[str], source: str) -> None:
@@ -69,6 +75,14 @@ def check_sampling(spec: SimulateSpec, runs: list, source: str, min_intervals: i
                                     min_intervals)
     except SimulatorInputError as exc:
         raise ScenarioError(f"{source}: simulate: {exc}") from None
+
+
+def check_smarts(spec: SimulateSpec, source: str) -> None:
+    """Fail before simulating when the ``sample`` key is malformed or the runs cannot hold its units."""
+    try:
+        check_sample(spec.collect_spec(), "simulate.sample")
+    except SimulatorInputError as exc:
+        raise ScenarioError(f"{source}: {exc}") from None
 
 
 def compile_kernels(progress: bool) -> None:

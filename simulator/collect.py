@@ -24,6 +24,7 @@ from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import Platform
 from whatif.simulator.pmu import EventGroup, evaluate, event_groups, merge_groups
 from whatif.simulator.sampling import Sampling, sample
+from whatif.simulator.smarts import SmartsSpec, run_sampled
 
 MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
 
@@ -33,13 +34,15 @@ PmuMode = Literal["ideal", "physical"]
 @dataclass(frozen=True)
 class CollectSpec:
     """What to count of one configuration: program instructions (after ``warmup`` uncounted ones),
-    the counter sampling in simulated seconds, the counting mode, OS noise and the branch predictor."""
+    the counter sampling in simulated seconds, the counting mode, OS noise and the branch predictor;
+    ``sample``: a SMARTS sampled run (:mod:`simulator.smarts`) instead of a full detailed one."""
     instructions: int
     warmup: int = 0
     sampling: Sampling | None = None
     pmu: PmuMode = "ideal"
     os_noise: bool = True
     predictor: str | None = None
+    sample: SmartsSpec | None = None
 
 
 def pmu_groups(platform: Platform, mode: PmuMode) -> list[EventGroup] | None:
@@ -92,6 +95,8 @@ def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_s
     ``progress(1)`` after each run; ``on_retired(n)`` as program instructions retire (warm-ups
     included: (warmup + instructions) x :func:`pmu_run_count` in all)."""
     check_sampling_feasible(platform, spec.instructions, spec.sampling)
+    if spec.sample is not None:
+        return sampled_one(platform, workload, spec, program_seed, replicate_seed, on_retired)
     groups = pmu_groups(platform, spec.pmu)
     n_runs = pmu_run_count(platform, spec.pmu)
     run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(replicate_seed).spawn(n_runs)]
@@ -120,6 +125,45 @@ def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_s
             "cpi_stack": machine.cpi_stack(), "seconds": machine.seconds(), "pmu_runs": n_runs,
             "sim_instructions_per_s": machine.instructions_per_second(),
             "timeseries": _merged_series(series, groups)}
+
+
+def check_sample(spec: CollectSpec, where: str = "--sample") -> None:
+    """Fail before simulating when a SMARTS sampled run cannot give what ``spec`` asks for."""
+    if spec.sample is None:
+        return
+    if spec.sampling is not None:
+        raise SimulatorInputError(f"{where}: a sampled run has no counter time series; drop the counter "
+                                  f"sampling (--sampling, simulate.sampling) or the SMARTS sampling")
+    if spec.pmu != "ideal":
+        raise SimulatorInputError(f"{where}: a sampled run counts every event in one run; the PMU mode must be "
+                                  f"'ideal', got {spec.pmu!r}")
+    spec.sample.layout(spec.instructions, where)
+
+
+def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, replicate_seed: int,
+                on_retired: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """One configuration as a SMARTS sampled run: the keys of :func:`simulate_one` holding the estimates
+    (totals and counters: per-instruction means times the run's instructions; ``cpi``, ``cpi_stack``: unit
+    means), and ``sampled`` with every estimate's confidence interval (:meth:`SmartsResult.to_dict`).  The
+    ``warmup`` instructions are functionally warmed; the run seed is drawn from the replicate seed as a
+    full run's is, and also places the first unit."""
+    check_sample(spec)
+    run_seed = int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
+    m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
+                input_seed=program_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+    m.on_retired = on_retired
+    if spec.warmup:
+        m.warm_functionally(spec.warmup)
+    result = run_sampled(m, spec.sample, seed=run_seed)
+    if on_retired is not None:             # the run stops after its last unit: the rest counts as done
+        on_retired(spec.instructions - result.covered_instructions)
+    counters = result.estimated_counters()
+    cpi = result.cpi.mean
+    return {"totals": {e: v.mean * result.instructions for e, v in result.event_rates.items()},
+            "counters": counters, "cpi": cpi, "cpi_stack": {c: v.mean for c, v in result.cpi_stack.items()},
+            "seconds": cpi * counters["instructions"] / (platform.clock_ghz * 1e9), "pmu_runs": 1,
+            "sim_instructions_per_s": result.effective_instructions_per_s, "timeseries": None,
+            "sampled": result.to_dict()}
 
 
 def _merged_series(series: list[dict], groups: list[EventGroup] | None) -> pd.DataFrame | None:

@@ -14,6 +14,11 @@ choices (branch outcomes, random addresses, indirect-call targets: what the prog
 out of ``run_seed``: runs with one ``input_seed`` are runs of one binary on one input, and differ
 only in page placement and the timer, as replicate measurements of a benchmark do.
 
+Sampled runs: :meth:`Machine.warm_functionally` consumes program instructions without timing them —
+caches, TLBs, prefetchers and predictors see them (SMARTS functional warming, :mod:`simulator.core.warming`)
+and the core's clock moves on at an assumed CPI — so :mod:`simulator.smarts` can time only periodic units
+of the program in detail.
+
 Profiling: with ``profile_every=N`` an :class:`~simulator.core.profiler.InstructionProfiler` samples the
 core every N cycles of the measured run (after any warm-up) and counts events and edges per static
 instruction of the program; :meth:`Machine.profile` returns it once the run is over.  Without it the
@@ -22,6 +27,7 @@ core records nothing.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable
 
@@ -159,6 +165,48 @@ class Machine:
             return self.core.cycles >= target
         finally:
             self.host_seconds += time.perf_counter() - t0
+
+    def warm_functionally(self, instructions: int, cpi: float = 1.0) -> "Machine":
+        """SMARTS functional warming (:mod:`simulator.core.warming`): the next ``instructions`` program
+        instructions, and the timer interrupts' handlers that fall among them, go through the caches,
+        TLBs, prefetchers and branch predictors without timing and without being counted.  They are taken
+        to run at ``cpi`` cycles per instruction: that is the clock the memory kernel's prefetch engines
+        and the timer see, and the core resumes that many cycles later (:meth:`Core.shift_time`)."""
+        if self.profiler is not None:
+            raise ValueError("functional warming would leave gaps in the instruction profile (profile_every)")
+        if not cpi > 0:
+            raise ValueError(f"cpi must be > 0, got {cpi}")
+        t0 = time.perf_counter()
+        limit = min(self.instructions_target, self.program_retired + max(0, int(instructions)))
+        clock = float(self.core.cycles)
+        try:
+            while self.program_retired < limit:
+                if self.os_block is None and self.handler is not None and clock >= self.next_tick:
+                    self.os_block = self.handler.block()
+                    self.os_pos = 0
+                    self.next_tick += self.tick_period
+                if self.os_block is not None:            # the handler due (or one a detailed run left unfinished)
+                    n = self.core.warm(self.os_block, self.os_pos, now=int(clock), cpi=cpi)
+                    clock += n * cpi
+                    self.os_instructions += len(self.os_block)
+                    self.os_ticks += 1
+                    self.os_block = None
+                    continue
+                if self.pos >= len(self.block):
+                    self._refill()
+                n = min(len(self.block) - self.pos, limit - self.program_retired)
+                if self.handler is not None:              # up to the next timer interrupt
+                    n = max(1, min(n, math.ceil((self.next_tick - clock) / cpi)))
+                self.core.warm(self.block, self.pos, self.pos + n, now=int(clock), cpi=cpi)
+                clock += n * cpi
+                self.pos += n
+                self.program_retired += n
+                if self.on_retired is not None:
+                    self.on_retired(n)
+        finally:
+            self.core.shift_time(int(clock) - self.core.cycles)
+            self.host_seconds += time.perf_counter() - t0
+        return self
 
     def warm_up(self, instructions: int) -> "Machine":
         """Run the first ``instructions`` program instructions uncounted, as gem5 or Sniper users warm a

@@ -23,6 +23,7 @@ CHECK_MODULES: list[str] = [
     "whatif.scenarios.checks.flowgsp_agi",
     "whatif.scenarios.checks.gc",
     "whatif.scenarios.checks.os",
+    "whatif.scenarios.checks.smarts",
 ]
 
 

@@ -12,7 +12,7 @@ from whatif.scenarios.render.simulate import add_report, simulate_figures, simul
 from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.writer import check_results_target
-from whatif.simulator.collect import pmu_run_count, simulate_one
+from whatif.simulator.collect import check_sample, pmu_run_count, simulate_one
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.platform import load_platform
 from whatif.simulator.sampling import Sampling
@@ -22,21 +22,25 @@ from whatif.simulator.workload import load_workload
 
 def simulate_command(platform_name: str, workload: str, instructions: int, overrides: list[str],
                      sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool,
-                     warmup: int = 0) -> dict:
-    """``seed`` is the program seed (binary and input); the replicate seed is drawn from it."""
+                     warmup: int = 0, sample: str | None = None) -> dict:
+    """``seed`` is the program seed (binary and input); the replicate seed is drawn from it.  ``sample``:
+    ``smarts[:U,W,N]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
+    confidence intervals)."""
     started = time.perf_counter()
     if out is not None:
         check_results_target(out)
     platform = load_platform(platform_name, overrides)
     try:
         spec = SimulateSpec(instructions=instructions, warmup=warmup, time_scale=time_scale, pmu=pmu,
-                            sampling=list(Sampling.parse(sampling).__dict__.values()) if sampling else None)
+                            sampling=list(Sampling.parse(sampling).__dict__.values()) if sampling else None,
+                            sample=sample)
     except ValidationError as exc:           # named as the option the user typed: --time-scale, --pmu, ...
         loc = exc.errors()[0].get("loc") or ("simulate",)
         option = "--" + str(loc[0]).replace("_", "-")
         raise ScenarioError(format_validation_error(exc, option).replace(f"{option}: {loc[0]}", option, 1)) from None
     load_workload(workload)                 # an unknown name fails now, listing the known ones
-    collect = spec.collect_spec()
+    collect = spec.collect_spec("--sample")
+    check_sample(collect, "--sample")
     compile_kernels(progress)
     total = (collect.warmup + collect.instructions) * pmu_run_count(platform, collect.pmu)
     with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance:
@@ -48,6 +52,9 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
            "totals": res["totals"], "cpi": res["cpi"], "cpi_stack": res["cpi_stack"],
            "sim_instructions_per_s": res["sim_instructions_per_s"], "seconds": res["seconds"],
            "pmu_runs": res["pmu_runs"]}
+    if "sampled" in res:
+        doc["instructions"] = collect.instructions         # program instructions (the units' estimates cover them)
+        doc["sampled"] = res["sampled"]
     if out is not None:
         run = {"platform": platform.name, "workload": workload, "variant": "as-shipped", **res}
         tables, figures = simulate_tables([run]), simulate_figures([run])

@@ -17,6 +17,9 @@ def print_summary(doc: dict) -> None:
     from rich.table import Table
 
     console = Console()
+    if "sampled" in doc:
+        print_sampled_summary(doc, console)
+        return
     head = (f"{doc['workload']} on {doc['platform']}: {doc['instructions']:,} instructions, CPI {doc['cpi']:.3f}, "
             f"{doc['seconds'] * 1e3:.3f} ms simulated, {doc['sim_instructions_per_s'] / 1e6:.2f} M instructions/s")
     stack = Table(title="CPI stack")
@@ -35,10 +38,47 @@ def print_summary(doc: dict) -> None:
     console.print(totals)
 
 
+def _pm(est: dict, digits: int = 4) -> tuple[str, str, str]:
+    """(mean, +- half-width, relative) of an estimate's dict, for a table row."""
+    rel = f"{est['relative_error']:.1%}" if est["mean"] else "–"
+    return f"{est['mean']:.{digits}g}", f"± {est['half_width']:.{digits - 1}g}", rel
+
+
+def print_sampled_summary(doc: dict, console) -> None:
+    """A SMARTS sampled run: CPI, CPI stack and every event rate with its confidence interval."""
+    from rich.table import Table
+
+    smp = doc["sampled"]
+    cpi = smp["cpi"]
+    conf = f"{smp['confidence']:.1%} confidence"
+    console.print(f"{doc['workload']} on {doc['platform']}: {doc['instructions']:,} instructions, SMARTS sample of "
+                  f"{smp['units']:,} units of {smp['unit']:,} instructions (one in {smp['period']:,.1f}, each after "
+                  f"{smp['warmup']:,} of detailed warm-up); {smp['effective_instructions_per_s'] / 1e6:.2f} M "
+                  f"instructions/s effective")
+    console.print(f"CPI {cpi['mean']:.4f} ± {cpi['half_width']:.4f} (± {cpi['relative_error']:.1%} at {conf}: "
+                  f"[{cpi['ci'][0]:.4f}, {cpi['ci'][1]:.4f}]; V = {cpi['cv']:.3f})")
+    if smp["advice"]:
+        console.print(f"[yellow]too few units:[/] {smp['advice']}")
+    stack = Table(title=f"CPI stack (± at {conf})")
+    for col, justify in (("cause", "left"), ("CPI", "right"), ("±", "right"), ("rel.", "right")):
+        stack.add_column(col, justify=justify)
+    for cause, est in smp["cpi_stack"].items():
+        if est["mean"]:
+            stack.add_row(cause, *_pm(est))
+    rates = Table(title=f"events per instruction (± at {conf})")
+    rates.add_column("event", no_wrap=True)
+    for col in ("per instruction", "±", "rel.", "estimated total"):
+        rates.add_column(col, justify="right")
+    for event, est in smp["event_rates"].items():
+        rates.add_row(event, *_pm(est), f"{doc['totals'][event]:,.0f}")
+    console.print(stack)
+    console.print(rates)
+
+
 def simulate_tables(runs: list[dict]) -> dict[str, pd.DataFrame]:
     id_cols = [k for k in runs[0] if k in ("run", "variant", "platform", "workload", "replicate")
                or k not in ("totals", "counters", "cpi", "cpi_stack", "seconds", "pmu_runs",
-                            "sim_instructions_per_s", "timeseries")]
+                            "sim_instructions_per_s", "timeseries", "sampled")]
     totals, stacks, series = [], [], []
     for r in runs:
         ident = {k: r[k] for k in id_cols}

@@ -11,6 +11,10 @@ Counting modes (``pmu``):
 Warm-up: ``warmup`` program instructions run first, uncounted (caches, TLBs, predictors warm); the
 counters, CPI stack, run time and the sampling clock cover the ``instructions`` after it.
 
+SMARTS: ``sample = "smarts"`` or ``"smarts:U,W,N"`` makes every run a SMARTS sampled run
+(:mod:`simulator.smarts`): totals, CPI and CPI stack are the units' estimates, and each run's
+``sampled`` entry in ``results.json`` carries their confidence intervals.
+
 Sampling: ``sampling = [s_d, s_p, s_i]`` in the seed's seconds of a real run; ``time_scale`` (default
 1e-4) maps them to simulated time (10 s -> 1 ms), keeping s_i/s_p and s_d/s_p.
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from whatif.scenarios.measure import SimulateSpec, check_sampling, check_workloads, simulate_runs
+from whatif.scenarios.measure import SimulateSpec, check_sampling, check_smarts, check_workloads, simulate_runs
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
 
@@ -41,6 +45,7 @@ class SimulateStudy(StudyKind):
 
     def plan(self, runs: list) -> list:
         check_sampling(self.spec["simulate"], runs, self.source)
+        check_smarts(self.spec["simulate"], self.source)
         return runs
 
     def run(self, ctx) -> StudyOutput:

@@ -24,6 +24,7 @@ import numpy as np
 
 from whatif.simulator.core import counters as V
 from whatif.simulator.core import timing as TM
+from whatif.simulator.core import warming as WM
 from whatif.simulator.core.predictors import PredictorConfig
 from whatif.simulator.errors import SimulatorInputError, constraint_error
 from whatif.simulator.isa import FIELDS, OP_NAMES, InstrBlock, isa_for
@@ -167,6 +168,30 @@ class Core:
         dt = time.perf_counter() - t0
         self.simulation_seconds += dt
         return int(done)
+
+    def warm(self, block: InstrBlock, start: int = 0, stop: int | None = None, now: int | None = None,
+             cpi: float = 1.0) -> int:
+        """Functionally warm ``block[start:stop]``: the fetches, data accesses and branch predictions the
+        timing kernel would make, without timing (:mod:`simulator.core.warming`); the memory kernel's
+        clock reads ``now`` (default: the core's cycles) plus ``cpi`` cycles per instruction.  Counters,
+        CPI stack and pipeline are untouched; returns the number of instructions warmed."""
+        n = len(block)
+        end = n if stop is None else int(stop)
+        if start < 0 or end < start or end > n:
+            raise ValueError(f"[{start}, {stop}) outside the block of {n} instructions")
+        if not cpi > 0:
+            raise ValueError(f"cpi must be > 0, got {cpi}")
+        t0 = time.perf_counter()
+        done = WM.warm(self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), block.pc, block.op,
+                       block.size, block.mem_addr, block.mem_size, block.taken, block.target, int(start), end,
+                       self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)))
+        self.simulation_seconds += time.perf_counter() - t0
+        return int(done)
+
+    def shift_time(self, cycles: int) -> None:
+        """Resume ``cycles`` later: the pipeline as it was, its clock (and ``cycles``) moved on, as after a
+        stretch of functionally warmed instructions that took that long (:func:`~simulator.core.warming.shift_time`)."""
+        WM.shift_time(self.state, self.CT, cycles)
 
     # ------------------------------------------------------------------ results
     @property

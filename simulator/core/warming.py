@@ -1,0 +1,154 @@
+"""Functional warming: the instruction stream through caches, TLBs, prefetchers and branch predictors,
+without timing (SMARTS, Wunderlich et al., ISCA 2003, §4).
+
+Between the detailed units of a sampled run (:mod:`simulator.smarts`) the program's instructions — the
+very ``InstrBlock`` chunks the timing kernel consumes — go through :func:`warm`, which makes, per
+instruction and in program order, exactly the state-changing calls that
+:func:`simulator.core.timing.simulate` makes, and nothing else:
+
+* the instruction fetch (:func:`simulator.core.memport.fetch` semantics) when the instruction starts a
+  new I-cache line or follows a taken transfer, a misprediction or a BTB miss of a taken transfer (the
+  timing kernel's ``need_access`` rule; ``S[S_LAST_LINE]`` and ``S[S_NEED_ACCESS]`` of the core's scalar
+  state carry over between the two kernels);
+* the branch prediction and training of a control transfer (:func:`~simulator.core.predictors.predict_control`);
+* the data access of a load or store (:func:`simulator.core.memport.data` semantics, which also trains
+  the IP-stride prefetchers).
+
+So the sequence of memory accesses and predictor updates is the detailed run's, access for access.
+What is *not* the same is time: the memory kernel reads the current cycle (``SCR_NOW``) for one thing
+only, the busy-until times of its prefetch engines (``prefetch_engines`` > 0: the MPC7447A's L1D).
+Warming has no cycles; its clock starts at ``now0`` and advances ``cpi_q16 / 65536`` cycles per
+instruction (the sampled run passes the CPI its detailed units have measured so far), so engine
+occupancy is approximated, and on a platform with prefetch engines warmed state differs from detailed
+state in which prefetches were dropped.  On every other platform the cache, TLB, page-walk and
+prefetcher state and the memory counters after warming N instructions are equal, word for word, to
+those after simulating them in detail; the predictor state is equal on every platform
+(``tests/test_smarts.py`` checks both).
+
+The core's generic counters (``CT``), its CPI stack and its pipeline state are not touched: warmed
+instructions never enter the pipeline.  :func:`shift_time` then moves the pipeline's clock past the
+warmed stretch, as if the pipeline had stood still while those instructions ran.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from numba import njit
+
+from whatif.simulator import isa
+from whatif.simulator.core import counters as V
+from whatif.simulator.core import memport, predictors, raw
+from whatif.simulator.core import timing as TM
+from whatif.simulator.core.predictors import OUT_DIR, OUT_TGT, predict_control
+from whatif.simulator.isa import CONTROL_OPS, OP_BRANCH, OP_LOAD, OP_STORE
+from whatif.simulator.jitcache import drop_stale_caches
+from whatif.simulator.memory import caches as MC
+from whatif.simulator.memory import kernel as MK
+from whatif.simulator.memory import state as MS
+
+U64 = np.uint64
+CPI_ONE = 1 << 16              # the warming clock's fixed point: cycles per instruction x 65536
+if CONTROL_OPS != tuple(range(OP_BRANCH, len(isa.OP_NAMES))):       # warm() tests ``op >= OP_BRANCH``
+    raise RuntimeError(f"warming expects the control transfers to be the last op classes, got {CONTROL_OPS}")
+
+
+@njit(cache=True)
+def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, taken_a, target_a,
+         start, stop, now0, cpi_q16):
+    """Functionally warm instructions [start, stop) of a block (see the module docstring); instruction
+    ``start + j`` accesses memory at cycle ``now0 + j * cpi_q16 / 65536``.  Returns the number warmed."""
+    mv = memport.views(mem)
+    cfg, S = raw.i64(cfg), raw.i64(S)
+    bht, btb, ras, bp = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp)
+    pc_a, op_a, size_a, maddr_a, msize_a, taken_a, target_a = raw.u64(pc_a), raw.u8(op_a), raw.u8(size_a), \
+        raw.u64(maddr_a), raw.u8(msize_a), raw.u8(taken_a), raw.u64(target_a)
+    pkind = cfg[TM.K_PRED]
+    pshift = cfg[TM.K_PC_SHIFT]
+    bht_mask = cfg[TM.K_BHT_MASK]
+    ctr_max = cfg[TM.K_CTR_MAX]
+    ctr_thresh = cfg[TM.K_CTR_THRESH]
+    hist_mask = cfg[TM.K_HIST_MASK]
+    btb_sets = cfg[TM.K_BTB_SETS]
+    btb_ways = cfg[TM.K_BTB_WAYS]
+    ras_n = cfg[TM.K_RAS_N]
+    ilb = U64(cfg[TM.K_ILINE_BITS])
+    last_line = S[TM.S_LAST_LINE]
+    need_access = S[TM.S_NEED_ACCESS]
+    clock_q16 = np.int64(0)
+    for i in range(start, stop):
+        pc = pc_a[i]
+        op = np.int64(op_a[i])
+        size = np.int64(size_a[i])
+        now = now0 + (clock_q16 >> 16)
+        clock_q16 += cpi_q16
+        # fetch: as the timing kernel decides it
+        first_line = np.int64(pc >> ilb)
+        if need_access != 0 or first_line != last_line:
+            memport.fetch(mv, pc, size, now)
+            need_access = 0
+        last_line = np.int64((pc + U64(size - 1 if size > 0 else 0)) >> ilb)
+        if op >= OP_BRANCH:                      # the control transfers (CONTROL_OPS) are the last op classes
+            taken = np.int64(taken_a[i])
+            pout = predict_control(op, pc, size, taken, target_a[i], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
+                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp)
+            if taken != 0 or (pout & (OUT_DIR | OUT_TGT)) != 0:
+                need_access = 1                  # taken, mispredicted, or a BTB miss of a taken transfer
+        elif op == OP_LOAD or op == OP_STORE:
+            memport.data(mv, maddr_a[i], np.int64(msize_a[i]), 1 if op == OP_LOAD else 2, pc, now)
+    S[TM.S_LAST_LINE] = last_line
+    S[TM.S_NEED_ACCESS] = need_access
+    return stop - start
+
+
+@njit(cache=True)
+def _shift_ring(ring_tag, ring_cnt, delta, live_after):
+    """Move the issue-reservation ring's rows of cycles > ``live_after`` ``delta`` cycles later (row
+    ``t & (RING - 1)`` to row ``(t + delta) & (RING - 1)``).  The timing kernel reads no cycle at or
+    before the older of the RS cursor and the last dispatch again (issue looks at cycles after dispatch;
+    the RS cursor reads the cycles after itself), so the other rows are dead and stay as they are:
+    their tags never match a cycle that is read."""
+    mask = TM.RING - 1
+    n = 0
+    for row in range(TM.RING):
+        if ring_tag[row] > live_after:
+            n += 1
+    tags = np.empty(n, np.int64)
+    rows = np.empty((n, TM.RING_COLS), np.int16)
+    k = 0
+    for row in range(TM.RING):
+        if ring_tag[row] > live_after:
+            tags[k] = ring_tag[row]
+            rows[k] = ring_cnt[row]
+            ring_tag[row] = -1                   # vacated (a row whose tag does not match reads as empty)
+            k += 1
+    for k in range(n):
+        t = tags[k] + delta
+        row = t & mask
+        ring_tag[row] = t
+        ring_cnt[row] = rows[k]
+
+
+def shift_time(state, CT: np.ndarray, delta: int) -> None:
+    """Move the core's pipeline state ``delta`` cycles later (exactly: every cycle-valued word, the
+    issue-reservation ring rotated with it), so that the core resumes as if it had stood still for
+    ``delta`` cycles; ``cycles`` (``CT``) moves with it.  Sequence numbers, counts and the CPI stack
+    are unchanged.  ``state``: :class:`simulator.core.model.CoreState`."""
+    delta = int(delta)
+    if delta <= 0:
+        return
+    S = state.S
+    for k in (TM.S_LAST_F, TM.S_REDIRECT, TM.S_LAST_D, TM.S_LAST_E, TM.S_LAST_R, TM.S_LAST_W, TM.S_SERIAL_UNTIL,
+              TM.S_RS_CUR, TM.S_MSHR_MAX, TM.S_PARTIAL_MAX):
+        S[k] += delta
+    for ring in (state.rob_ring, state.lq_ring, state.sq_ring, state.fq_ring, state.reg_ready, state.ufree):
+        ring += delta
+    state.reg_partial[state.reg_partial >= 0] += delta       # -1: no pending partial write
+    state.mshr[:, 0] += delta                                 # busy until (line and level stay)
+    _shift_ring(state.ring_tag, state.ring_cnt, delta, min(S[TM.S_RS_CUR], S[TM.S_LAST_D]) - delta)
+    CT[V.CT_CYCLES] += delta
+
+
+# the memory hierarchy's fast paths and the predictors are compiled into the warming kernel
+drop_stale_caches("warming", (MS, MC, MK, predictors, raw, memport, isa, TM, sys.modules[__name__]))

@@ -1,0 +1,325 @@
+"""SMARTS sampled simulation (Wunderlich, Wenisch, Falsafi and Hoe, ISCA 2003): a run's CPI and event
+rates estimated from periodic detailed units, with their confidence intervals.
+
+    >>> spec = SmartsSpec(unit=1000, warmup=2000, units=400)
+    >>> result = run_sampled(Machine(platform, workload, 20_000_000, seed=1), spec)
+    >>> result.cpi.mean, result.cpi.interval            # CPI and its 99.7 % confidence interval
+
+Systematic sampling.  The run's ``T`` program instructions are ``N = T // U`` units of ``U`` instructions;
+``n`` of them, one every ``k = N / n`` units (unit ``floor(s + i k)`` for ``i < n``, the start ``s``
+drawn in ``[0, k)`` from the seed; a fractional ``k`` spreads the sample over the whole run, where a
+whole one would leave up to ``n - 1`` units at the end unsampled), are *measured*: the core times their
+``U`` instructions in detail after ``W`` instructions of detailed warm-up (which refills the pipeline and
+the MSHRs the warming left empty).  Every other instruction is
+*functionally warmed* (:meth:`Machine.warm_functionally`): caches, TLBs, page walks, prefetchers and
+branch predictors see every instruction, so a unit starts from the state a full detailed run would have
+there, up to the pipeline.  A unit's CPI is the cycles the detailed core takes for it over the
+instructions retired in it (the timer handler's, when an interrupt falls into the unit, included, as in
+a full run's CPI); its event counts are the counter deltas over it.
+
+Estimates (SMARTS §3): the mean ``x`` of the per-unit values; the sample standard deviation ``s``
+(``n - 1`` degrees of freedom); the coefficient of variation ``V = s / x``; the standard error
+``s / sqrt(n) * sqrt(1 - n / N)`` (the finite-population correction, ``N = T // U`` units; negligible
+when ``n << N``); the confidence interval ``x +- z * standard error`` with ``z`` the normal quantile of
+the confidence (z = 2.97 for 99.7 %, which SMARTS rounds to 3).  For a relative error ``epsilon`` at that
+confidence SMARTS needs ``n >= (z * V / epsilon)^2`` units; when the run's own ``V`` says ``n`` was
+too small the result says so and recommends that ``n`` (SMARTS's second run).
+
+Defaults are the paper's for its 8-way out-of-order core: ``U = 1000``, ``W = 2000``, 99.7 % confidence,
+``epsilon = 3 %``; ``n`` by default ``min(10_000, T // (10 * (U + W)))`` (at most a tenth of the run in
+detail; SMARTS's initial ``n`` is 10 000 for SPEC CPU2000-length runs).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.machine import Machine
+from whatif.simulator.pmu import evaluate
+
+DEFAULT_UNIT = 1000              # U, instructions per measured unit [SMARTS §4.2, 8-way OoO]
+DEFAULT_WARMUP = 2000            # W, detailed warm-up instructions before each unit [SMARTS §4.2]
+DEFAULT_CONFIDENCE = 0.997       # [SMARTS §5: 99.7 %, z = 3]
+DEFAULT_TARGET_ERROR = 0.03      # epsilon, relative half-width of the CI [SMARTS §5: +-3 %]
+MAX_DEFAULT_UNITS = 10_000       # SMARTS's initial sample size
+DETAILED_SHARE = 10              # the default n keeps (U + W) * n within 1 / DETAILED_SHARE of the run
+MIN_UNITS = 2                    # a sample standard deviation needs two units
+OPTION = "--sample"
+
+
+def z_value(confidence: float) -> float:
+    """The two-sided standard-normal quantile of ``confidence`` (0.997 -> 2.97)."""
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def required_units(cv: float, z: float, target_error: float) -> int:
+    """SMARTS's sample size for relative error ``target_error`` at quantile ``z``: ceil((z V / e)^2)."""
+    return max(MIN_UNITS, math.ceil((z * cv / target_error) ** 2))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A population mean estimated from a systematic sample of ``n`` of ``population`` units."""
+    mean: float
+    std: float                   # sample standard deviation of the per-unit values (n - 1 dof)
+    n: int
+    population: int
+    z: float
+
+    @classmethod
+    def of(cls, values: np.ndarray, population: int, z: float) -> "Estimate":
+        values = np.asarray(values, dtype=np.float64)
+        n = len(values)
+        if n < MIN_UNITS:
+            raise ValueError(f"an estimate needs at least {MIN_UNITS} units, got {n}")
+        return cls(float(values.mean()), float(values.std(ddof=1)), n, int(population), float(z))
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation V = s / mean (0 for a zero mean)."""
+        return self.std / abs(self.mean) if self.mean else 0.0
+
+    @property
+    def stderr(self) -> float:
+        fpc = max(0.0, 1.0 - self.n / self.population) if self.population else 1.0
+        return self.std / math.sqrt(self.n) * math.sqrt(fpc)
+
+    @property
+    def half_width(self) -> float:
+        return self.z * self.stderr
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return self.mean - self.half_width, self.mean + self.half_width
+
+    @property
+    def relative_error(self) -> float:
+        """Half-width over the mean (0 for a zero mean)."""
+        return self.half_width / abs(self.mean) if self.mean else 0.0
+
+    def to_dict(self) -> dict:
+        lo, hi = self.interval
+        return {"mean": self.mean, "ci": [lo, hi], "half_width": self.half_width,
+                "relative_error": self.relative_error, "stderr": self.stderr, "cv": self.cv}
+
+
+@dataclass(frozen=True)
+class SmartsSpec:
+    """``U`` instructions per unit, ``W`` detailed warm-up instructions, ``n`` units (None: the default
+    for the run's length), the confidence and the target relative error."""
+    unit: int = DEFAULT_UNIT
+    warmup: int = DEFAULT_WARMUP
+    units: int | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+    target_error: float = DEFAULT_TARGET_ERROR
+
+    def __post_init__(self):
+        if self.unit < 1:
+            raise SimulatorInputError(f"U (instructions per unit) must be >= 1, got {self.unit}")
+        if self.warmup < 0:
+            raise SimulatorInputError(f"W (detailed warm-up instructions) must be >= 0, got {self.warmup}")
+        if self.units is not None and self.units < MIN_UNITS:
+            raise SimulatorInputError(f"N (units) must be >= {MIN_UNITS}, got {self.units}")
+        if not 0 < self.confidence < 1:
+            raise SimulatorInputError(f"the confidence must lie in (0, 1), got {self.confidence}")
+        if not 0 < self.target_error < 1:
+            raise SimulatorInputError(f"the target relative error must lie in (0, 1), got {self.target_error}")
+
+    @classmethod
+    def parse(cls, text: str, where: str = OPTION) -> "SmartsSpec":
+        """``smarts`` (the defaults) or ``smarts:U,W,N`` (an empty field keeps its default:
+        ``smarts:1000,2000,`` chooses N for the run's length); errors name ``where`` (the option or key)."""
+        form = "smarts or smarts:U,W,N (U instructions per unit >= 1, W warm-up instructions >= 0, N units >= 2)"
+        method, colon, args = str(text).strip().partition(":")
+        if method.strip().lower() != "smarts":
+            raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
+        if not colon:
+            return cls()
+        parts = [p.strip() for p in args.split(",")]
+        if len(parts) != 3:
+            raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
+        values: list[int | None] = []
+        for p in parts:
+            try:
+                v = None if p == "" else float(p)
+            except ValueError:
+                v = math.nan
+            if v is not None and not (math.isfinite(v) and v == int(v)):
+                raise SimulatorInputError(f"{where}: U, W and N must be whole numbers, got {text!r} (expected {form})")
+            values.append(None if v is None else int(v))
+        unit, warmup, units = values
+        try:
+            return cls(unit=DEFAULT_UNIT if unit is None else unit,
+                       warmup=DEFAULT_WARMUP if warmup is None else warmup, units=units)
+        except SimulatorInputError as exc:
+            raise SimulatorInputError(f"{where}: {exc} (in {text!r})") from None
+
+    def layout(self, instructions: int, where: str = OPTION) -> tuple[int, int]:
+        """(population N = T // U, n) for a run of ``instructions``; raises when the run cannot hold ``n``
+        units each preceded by its warm-up."""
+        population = int(instructions) // self.unit
+        per_unit = self.unit + self.warmup
+        n = self.units if self.units is not None else \
+            min(MAX_DEFAULT_UNITS, int(instructions) // (DETAILED_SHARE * per_unit))
+        if n < MIN_UNITS or population // n * self.unit < per_unit:
+            most = population // math.ceil(per_unit / self.unit)
+            what = f"{n} units" if self.units is not None else "the default sample"
+            raise SimulatorInputError(
+                f"{where}: {instructions:,} instructions cannot hold {what} of U={self.unit} instructions, each "
+                f"after W={self.warmup} of warm-up (at most {most} units fit; at least {MIN_UNITS} are needed"
+                f"{'' if self.units is not None else f', and by default (U + W) x n is a tenth of the run'})")
+        return population, n
+
+
+@dataclass(frozen=True)
+class SmartsResult:
+    """The estimates of one sampled run (``SmartsSpec``), with the raw per-unit values."""
+    spec: SmartsSpec
+    instructions: int                     # T: the run's program instructions (after any --warmup)
+    population: int                       # N = T // U
+    period: float                         # k = N / n: one unit in k is measured
+    start: float                          # the measured units are floor(start + i * k), start in [0, k)
+    unit_cpi: np.ndarray                  # per unit
+    unit_rates: dict[str, np.ndarray]     # event -> events per instruction, per unit
+    unit_stack: dict[str, np.ndarray]     # CPI-stack cause -> its CPI, per unit
+    unit_counters: dict[str, np.ndarray]  # the machine's counters (``Machine.counters``), deltas per unit
+    detailed_instructions: int            # program instructions timed in detail (warm-ups included)
+    warmed_instructions: int              # program instructions functionally warmed
+    host_seconds: float
+    warming_seconds: float                # of which functional warming (synthesis included)
+    z: float = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "z", z_value(self.spec.confidence))
+
+    @property
+    def n(self) -> int:
+        return len(self.unit_cpi)
+
+    @property
+    def cpi(self) -> Estimate:
+        return Estimate.of(self.unit_cpi, self.population, self.z)
+
+    @property
+    def event_rates(self) -> dict[str, Estimate]:
+        return {e: Estimate.of(v, self.population, self.z) for e, v in self.unit_rates.items()}
+
+    @property
+    def cpi_stack(self) -> dict[str, Estimate]:
+        return {c: Estimate.of(v, self.population, self.z) for c, v in self.unit_stack.items()}
+
+    def estimated_counters(self) -> dict[str, float]:
+        """Each counter of the whole run estimated from the units: its mean per program instruction of a unit
+        times the run's program instructions (``instructions``, for one, then also counts the timer
+        handler's share)."""
+        return {k: float(np.mean(v)) / self.spec.unit * self.instructions for k, v in self.unit_counters.items()}
+
+    @property
+    def recommended_units(self) -> int:
+        """SMARTS's n for the target error at the confidence, from this run's coefficient of variation."""
+        return required_units(self.cpi.cv, self.z, self.spec.target_error)
+
+    @property
+    def sufficient(self) -> bool:
+        """Whether n met the sample size this run's V asks for (else rerun with ``recommended_units``)."""
+        return self.n >= self.recommended_units
+
+    @property
+    def covered_instructions(self) -> int:
+        """Program instructions up to the end of the last measured unit (the run stops there)."""
+        return (self.unit_index(self.n - 1) + 1) * self.spec.unit
+
+    def unit_index(self, i: int) -> int:
+        """The population index of the ``i``-th measured unit."""
+        return math.floor(self.start + i * self.period)
+
+    @property
+    def effective_instructions_per_s(self) -> float:
+        """The run's instructions over the host time the sampled run took to cover them."""
+        return self.covered_instructions / self.host_seconds if self.host_seconds > 0 else 0.0
+
+    def advice(self) -> str | None:
+        """SMARTS's verdict when n was too small, else None."""
+        if self.sufficient:
+            return None
+        cpi, need, spec = self.cpi, self.recommended_units, self.spec
+        said = (f"{self.n} units give ± {cpi.relative_error:.1%} at {spec.confidence:.1%} confidence "
+                f"(V = {cpi.cv:.2f}); ± {spec.target_error:.0%} needs n >= (z V / e)^2 = {need}")
+        spacing = math.ceil((spec.unit + spec.warmup) / spec.unit)      # units per measured unit, at least
+        if need * spacing > self.population:
+            return (f"{said}, more than {self.instructions:,} instructions hold (at most "
+                    f"{self.population // spacing}): rerun {need * spacing * spec.unit:,} or more instructions with "
+                    f"--sample smarts:{spec.unit},{spec.warmup},{need}")
+        return f"{said}: rerun with --sample smarts:{spec.unit},{spec.warmup},{need}"
+
+    def to_dict(self) -> dict:
+        return {"method": "smarts", "unit": self.spec.unit, "warmup": self.spec.warmup, "units": self.n,
+                "population_units": self.population, "period": self.period, "start": self.start,
+                "confidence": self.spec.confidence, "z": self.z, "target_error": self.spec.target_error,
+                "cpi": self.cpi.to_dict(), "event_rates": {e: v.to_dict() for e, v in self.event_rates.items()},
+                "cpi_stack": {c: v.to_dict() for c, v in self.cpi_stack.items()},
+                "recommended_units": self.recommended_units, "sufficient": self.sufficient, "advice": self.advice(),
+                "detailed_instructions": self.detailed_instructions, "warmed_instructions": self.warmed_instructions,
+                "covered_instructions": self.covered_instructions, "host_seconds": self.host_seconds,
+                "warming_seconds": self.warming_seconds,
+                "effective_instructions_per_s": self.effective_instructions_per_s}
+
+
+def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0,
+                events: dict[str, str] | None = None) -> SmartsResult:
+    """Run ``machine`` (fresh, or after its ``warm_up``) as a SMARTS sample of its measured instructions.
+    ``events``: event -> source formula over the machine's counters (default: the platform's PMU events);
+    ``seed`` draws the first measured unit."""
+    start = machine.program_retired
+    total = machine.instructions_target - start
+    population, n = spec.layout(total)
+    period = population / n                            # (fractional: the sample spans the whole run)
+    first = float(np.random.default_rng(seed).uniform(0, period))
+    pmu = machine.platform.pmu
+    sources = dict(events) if events is not None else {e: pmu.sources[e] for e in pmu.events}
+    U, W = spec.unit, spec.warmup
+    t0 = time.perf_counter()
+    cycles, instr = np.zeros(n), np.zeros(n)
+    names: list[str] = []                              # the machine's (integer) counters, in one order
+    causes = list(machine.core.cycle_stack())
+    deltas = stacks = np.zeros((0, 0))
+    detailed = warmed = 0
+    warming_seconds = 0.0
+    timed_cycles = timed_instructions = 0.0
+    done = 0                                           # program instructions since ``start``
+    everything = np.iinfo(np.int64).max
+    for i in range(n):
+        begin = math.floor(first + i * period) * U
+        lead = max(done, begin - W)
+        if lead > done:
+            measured = timed_cycles / timed_instructions if i else 1.0     # the warming clock's CPI
+            tw = time.perf_counter()
+            machine.warm_functionally(lead - done, cpi=measured)
+            warming_seconds += time.perf_counter() - tw
+            warmed += lead - done
+        machine.advance_to(everything - machine.origin, program_limit=start + begin)
+        c0, s0 = machine.counters(), machine.core.cycle_stack()
+        machine.advance_to(everything - machine.origin, program_limit=start + begin + U)
+        c1, s1 = machine.counters(), machine.core.cycle_stack()
+        detailed += begin + U - lead
+        done = begin + U
+        if i == 0:
+            names = [k for k, v in c1.items() if isinstance(v, int)]
+            deltas, stacks = np.zeros((n, len(names))), np.zeros((n, len(causes)))
+        deltas[i] = [c1[k] - c0[k] for k in names]
+        stacks[i] = [s1[k] - s0[k] for k in causes]
+        cycles[i], instr[i] = c1["cycles"] - c0["cycles"], c1["instructions"] - c0["instructions"]
+        timed_cycles += cycles[i]
+        timed_instructions += instr[i]
+    host = time.perf_counter() - t0
+    columns = {k: deltas[:, j] for j, k in enumerate(names)}
+    rates = {e: np.asarray(v, dtype=np.float64) / instr for e, v in evaluate(sources, columns).items()}
+    stack = {c: stacks[:, j] / instr for j, c in enumerate(causes)}
+    return SmartsResult(spec, total, population, period, first, cycles / instr, rates, stack, columns, detailed,
+                        warmed, host, warming_seconds)

@@ -1,0 +1,100 @@
+"""SMARTS sampled simulation (issue 17, item 2): speed and accuracy on the CINT2006 workloads on Nehalem.
+
+    python tests/benchmarks/bench_smarts.py [--compare 20e6] [--units N] [--instructions 1e9] [--workloads 429.mcf,...]
+
+Per workload, on one program (seed 1) with OS noise, as ``whatif simulate`` runs it:
+
+* a full detailed run of ``--compare`` instructions: its CPI (the truth) and its rate (the detailed core,
+  synthesis included);
+* a SMARTS sampled run of the same instructions (``--units``, default SMARTS's n for the length): its CPI
+  +- the 99.7 % confidence interval, the error against the truth, whether the truth lies in the interval,
+  V and the n that +-3 % needs; the effective rate (instructions covered / host seconds) and the rate of its
+  functional warming alone;
+* with ``--instructions``: a sampled run of that many instructions (1e9 for the issue's acceptance), its
+  CPI +- CI and effective rate (no full detailed run at that length).
+
+Rates are wall-clock, on a machine that may be shared (the load average is printed); compilation and the
+static program's construction are excluded (a short run of each workload precedes the timing).
+Acceptance (issue 17): 1e9 instructions of each CINT2006 workload at >= 200 M instructions/s effective,
+CPI within +-3 % of a full detailed run at 99.7 % confidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = "1"
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from whatif.simulator.collect import CollectSpec, simulate_one  # noqa: E402
+from whatif.simulator.platform import load_platform  # noqa: E402
+from whatif.simulator.smarts import SmartsSpec  # noqa: E402
+from whatif.simulator.workload import workload_names  # noqa: E402
+
+SEED = 1
+
+
+def cint2006() -> list[str]:
+    return [n for n in workload_names() if n.startswith("cint2006/")]
+
+
+def sampled(platform, workload: str, n: int, units: int | None) -> tuple[dict, float]:
+    t0 = time.perf_counter()
+    res = simulate_one(platform, workload, CollectSpec(instructions=n, sample=SmartsSpec(units=units)),
+                       program_seed=SEED, replicate_seed=SEED)
+    return res["sampled"], time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--platform", default="nehalem")
+    ap.add_argument("--compare", type=float, default=20e6, help="instructions of the full-vs-sampled comparison "
+                                                                  "(0: skip it)")
+    ap.add_argument("--units", type=int, default=None, help="units of the comparison's sampled run")
+    ap.add_argument("--instructions", type=float, default=0, help="a long sampled run of this many (e.g. 1e9)")
+    ap.add_argument("--long-units", type=int, default=None, help="units of the long run (default: SMARTS's)")
+    ap.add_argument("--workloads", default=None, help="comma-separated names (default: every CINT2006 workload)")
+    args = ap.parse_args()
+    platform = load_platform(args.platform)
+    names = [w if "/" in w else f"cint2006/{w}" for w in args.workloads.split(",")] if args.workloads else cint2006()
+    n_cmp, n_long = int(args.compare), int(args.instructions)
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; {platform.name}; comparison "
+          f"{n_cmp:,} instructions; long run {n_long:,}")
+    for w in names:                                                          # compile, build the programs
+        simulate_one(platform, w, CollectSpec(instructions=200_000, sample=SmartsSpec(units=20)), SEED, SEED)
+    if n_cmp:
+        print(f"\n{'workload':16s} {'full CPI':>9s} {'detailed':>9s} | {'sampled CPI':>17s} {'error':>7s} "
+              f"{'in CI':>5s} {'V':>5s} {'n':>5s} {'n(3%)':>6s} | {'effective':>9s} {'warming':>8s} {'speed-up':>8s}")
+        for w in names:
+            t0 = time.perf_counter()
+            full = simulate_one(platform, w, CollectSpec(instructions=n_cmp), SEED, SEED)
+            t_full = time.perf_counter() - t0
+            smp, _ = sampled(platform, w, n_cmp, args.units)
+            est, truth = smp["cpi"], full["cpi"]
+            lo, hi = est["ci"]
+            eff = smp["effective_instructions_per_s"]
+            warm = smp["warmed_instructions"] / smp["warming_seconds"] if smp["warming_seconds"] else 0.0
+            inside = "yes" if lo <= truth <= hi else "NO"
+            print(f"{w.split('/')[-1]:16s} {truth:9.4f} {n_cmp / t_full / 1e6:7.2f}M/s | {est['mean']:8.4f} ± "
+                  f"{est['half_width']:6.4f} {est['mean'] / truth - 1:+7.2%} {inside:>5s} "
+                  f"{est['cv']:5.2f} {smp['units']:5d} {smp['recommended_units']:6d} | {eff / 1e6:7.2f}M/s "
+                  f"{warm / 1e6:6.1f}M/s {eff / (n_cmp / t_full):7.2f}x")
+    if n_long:
+        print(f"\n{'workload':16s} {'sampled CPI':>17s} {'rel. CI':>8s} {'n':>6s} {'n(3%)':>6s} {'effective':>10s} "
+              f"{'host s':>7s} {'goal 200M/s':>11s}")
+        for w in names:
+            smp, _ = sampled(platform, w, n_long, args.long_units)
+            est = smp["cpi"]
+            eff = smp["effective_instructions_per_s"]
+            print(f"{w.split('/')[-1]:16s} {est['mean']:8.4f} ± {est['half_width']:6.4f} {est['relative_error']:8.2%} "
+                  f"{smp['units']:6d} {smp['recommended_units']:6d} {eff / 1e6:8.2f}M/s {smp['host_seconds']:7.1f} "
+                  f"{'met' if eff >= 200e6 else 'NOT met':>11s}")
+
+
+if __name__ == "__main__":
+    main()
