@@ -27,6 +27,7 @@ from whatif.simulator.sampling import Sampling, sample
 from whatif.simulator.smarts import SmartsSpec, run_sampled
 
 MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
+MAX_SAMPLING_INTERVALS = 1_000_000    # rows of one run's counter time series
 
 PmuMode = Literal["ideal", "physical"]
 
@@ -64,12 +65,17 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
     if sampling is None:
         return
     longest = instructions * MAX_PLAUSIBLE_CPI / (platform.clock_ghz * 1e9)
-    if sampling.intervals_within(longest) < min_intervals:
+    what = (f"the sampling (s_d={sampling.delay_s:g} s, s_p={sampling.period_s:g} s, s_i={sampling.interval_s:g} s "
+            f"of simulated time)")
+    intervals = sampling.intervals_within(longest)
+    if intervals > MAX_SAMPLING_INTERVALS:          # limits before work: one time-series row per interval
+        raise SimulatorInputError(f"{what} takes up to {intervals:,} intervals in {instructions:,} instructions; "
+                                  f"the limit is {MAX_SAMPLING_INTERVALS:,} (a longer period)")
+    if intervals < min_intervals:
         need = (sampling.delay_s + sampling.interval_s + (min_intervals - 1) * sampling.period_s) \
             * platform.clock_ghz * 1e9 / MAX_PLAUSIBLE_CPI
-        raise SimulatorInputError(f"{instructions:,} instructions are too few for the sampling "
-                                  f"(s_d={sampling.delay_s:g} s, s_p={sampling.period_s:g} s, s_i={sampling.interval_s:g} "
-                                  f"s of simulated time): at least {math.ceil(need):,} are needed for "
+        needed = f"at least {math.ceil(need):,} are needed" if need < 2.0 ** 62 else "no run is long enough"
+        raise SimulatorInputError(f"{instructions:,} instructions are too few for {what}: {needed} for "
                                   f"{min_intervals} interval(s)")
 
 

@@ -58,10 +58,12 @@ class Sampling:
         return Sampling(self.delay_s * factor, self.period_s * factor, self.interval_s * factor)
 
     def intervals_within(self, seconds: float) -> int:
-        """How many complete intervals a run of ``seconds`` holds."""
+        """How many complete intervals a run of ``seconds`` holds (at most 2^62: a period of 1e-300 s in a
+        second is "more than any run can sample", not an overflow)."""
         if seconds < self.delay_s + self.interval_s:
             return 0
-        return int((seconds - self.delay_s - self.interval_s) // self.period_s) + 1
+        periods = (seconds - self.delay_s - self.interval_s) / self.period_s
+        return int(periods) + 1 if periods < 2.0 ** 62 else 1 << 62
 
     @classmethod
     def parse(cls, text: str) -> "Sampling":

@@ -113,7 +113,7 @@ def test_mva_is_exact_for_one_queue_and_one_delay():
     (("mix = { static = 0.85, cgi = 0.15 }", "mix = { static = 0.85, ssi = 0.15 }"), "unknown request type 'ssi'"),
     (('mix = { static = 0.85, fastcgi = 0.15 }', 'primitive_scale = { forkexec = 0.5 }'),
      "unknown primitive 'forkexec'"),
-    (('mix = { static = 0.85, fastcgi = 0.15 }', 'primitive_scale = { proc_simple = -1 }'), "must be > 0"),
+    (('mix = { static = 0.85, fastcgi = 0.15 }', 'primitive_scale = { proc_simple = -1 }'), "must be in (0, 1000]"),
     (('platform = "harpertown"', 'platform = "pentium9"'), "pentium9"),
 ])
 def test_bad_input_is_refused_at_load(tmp_path, edit, fragment):

@@ -11,6 +11,7 @@ files damaged in more ways.  Below: each crash the fuzzer found, as the input th
 """
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -167,3 +168,46 @@ def test_signatures_of_cpis_near_the_largest_float_are_pearsons_r(tmp_path):
     small = SimilarityEngine(kmeans=(2,)).fit(df, source="s.csv", csv_lines=lines)
     a, b = big.platforms["p1"].signatures, small.platforms["p1"].signatures
     assert np.all(np.isfinite(a)) and np.allclose(a, b, atol=1e-12)
+
+
+@pytest.mark.parametrize("sampling, match", [
+    # was OverflowError: int(inf) of the interval count (s_p = 1e-300 s: "more than any run can sample")
+    ("[0, 1e-300, 1e-300]", r"takes up to 4,611,686,018,427,387,904 intervals in 100,000 instructions; "
+                            r"the limit is 1,000,000"),
+    # was OverflowError: math.ceil(inf) in the message saying how many instructions would be needed
+    ("[1e300, 1e300, 1e300]", r"100,000 instructions are too few for the sampling .*: no run is long enough"),
+])
+def test_a_sampling_beyond_any_run_is_one_user_error(tmp_path, sampling, match):
+    text = fixtures.SIMULATE.replace("sampling = [10, 5, 3]", f"sampling = {sampling}")
+    refused("scenario", {"s.toml": text.encode()}, tmp_path, match)
+
+
+@pytest.mark.parametrize("factor", ["1e300", "2000.0", "0.0"])
+def test_a_primitive_scale_beyond_the_limit_is_one_user_error(tmp_path, factor):
+    # was OverflowError: int(round(path_instructions * 1e300)) is int(inf)
+    text = (fixtures.SCENARIO_DIR / "webserver-capacity.toml").read_text().replace(
+        "primitive_scale = { proc_simple = 0.5 }", f"primitive_scale = {{ proc_simple = {factor} }}")
+    refused("scenario", {"s.toml": text.encode()}, tmp_path,
+            r"the factor of primitive 'proc_simple' must be in \(0, 1000\]")
+
+
+def test_a_counter_total_past_the_largest_square_is_named(tmp_path):
+    # was scipy's bare ValueError (infs in the design matrix); first a z-score column of zeros, dropped as
+    # "aliased" without a word
+    rows = "".join(f"w{i % 3},{i % 2},{2000 + 97 * i},{500 + 31 * i},{100 + 53 * (i % 5)}\n" for i in range(12))
+    text = "workload,replicate,cycles,e0,e1\n" + rows.replace(",531,", ",1e308,", 1)
+    refused("counter-totals", {"totals.csv": text.encode()}, tmp_path,
+            r"predictor 'e0': values too large to standardise .* the largest is 1e\+308\)$")
+
+
+def test_a_vector_row_without_a_primitive_name_is_named(tmp_path):
+    # was TypeError: sorted() of a float NaN among the primitive names
+    refused("vectors", {"sys.csv": b"primitive,unit,A,B\nfile_read,us,1.0,2.0\n,us,3.0,1.5\n",
+                        "app.csv": b"primitive,static\nfile_read,10\ntcp_connect,2\n"}, tmp_path,
+            r"sys.csv: line 3: the primitive has no name$")
+
+
+def test_a_sqlite_schema_name_that_is_not_utf8_is_one_user_error(tmp_path):
+    # was UnicodeDecodeError from sqlite_master (the fuzzer's input 11886, kept as it was found)
+    data = (Path(__file__).parent / "data" / "fuzz" / "sqlite-profile-11886.sqlite").read_bytes()
+    refused("sqlite-profile", {"p.sqlite": data}, tmp_path, r"schema holds text that is not UTF-8")

@@ -49,19 +49,29 @@ class VectorTables:
     source: str
 
 
+# cells that leave a system's cost (an application's count) unmeasured: pandas' own "missing" spellings
+_MISSING = {"", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A"}
+
+
 def _wide_csv(path: Path, key: str, value: str) -> tuple[pd.DataFrame, dict[str, str]]:
     try:
-        df = read_csv(path)
+        # every cell as its text: a primitive named "null" (lmbench's null call) stays a name
+        df = read_csv(path, dtype=str, keep_default_na=False)
     except ModelInputError:
         raise
     except (OSError, ValueError) as exc:
         raise ModelInputError(f"{path}: cannot read CSV: {exc}") from None
     if "primitive" not in df.columns:
         raise ModelInputError(f"{path}: needs a 'primitive' column (then one column per {key})")
+    empty = df.primitive.str.strip() == ""
+    if empty.any():
+        raise ModelInputError(f"{path}: line {int(empty.to_numpy().nonzero()[0][0]) + 2}: the primitive has no name")
     units = dict(zip(df.primitive.astype(str), df["unit"].astype(str))) if "unit" in df.columns else {}
     names = [c for c in df.columns if c not in ("primitive", "unit")]
     if not names:
         raise ModelInputError(f"{path}: no {key} columns besides 'primitive'")
+    for c in names:
+        df[c] = df[c].mask(df[c].str.strip().isin(_MISSING))
     long = df.melt(id_vars=["primitive"], value_vars=names, var_name=key, value_name=value).dropna(subset=[value])
     return long[[key, "primitive", value]].reset_index(drop=True), units
 

@@ -54,6 +54,9 @@ def _long(df: pd.DataFrame, columns: tuple[str, ...], what: str, source: str) ->
         raise ModelInputError(f"{source}: {what} lacks column(s) {', '.join(missing)} (expected {', '.join(columns)})")
     out = df[list(columns)].copy()
     for c in columns[:2]:
+        empty = out[c].isna().to_numpy() | (out[c].astype(str).str.strip() == "").to_numpy()
+        if empty.any():                     # (a missing name is NaN, which no later sort or lookup can take)
+            raise ModelInputError(f"{source}: {what} row {int(np.flatnonzero(empty)[0]) + 1}: {c} is empty")
         out[c] = out[c].astype(str).str.strip()
     for c in columns[2:]:
         values = pd.to_numeric(out[c], errors="coerce")

@@ -156,8 +156,15 @@ class RegressionStudy(Parameterised):
             keep_idx = [i for i, p in enumerate(preds) if p not in redundant]
             preds = [preds[i] for i in keep_idx]
             X = X[:, keep_idx]
-        std = Standardizer.fit(preds, X, prm["standardize"])
-        Z = std.transform(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            std = Standardizer.fit(preds, X, prm["standardize"])
+            Z = std.transform(X)
+            y_spread = float(np.var(y))
+        unscalable = [p for p, m, s in zip(preds, std.mean, std.scale) if not (np.isfinite(m) and np.isfinite(s))]
+        if unscalable:                          # e.g. a count of 1e308: its square is past the largest float
+            j = preds.index(unscalable[0])
+            raise ModelInputError(f"predictor '{unscalable[0]}': values too large to standardise (their squares "
+                                  f"overflow a float; the largest is {float(np.max(np.abs(X[:, j]))):g})")
 
         order = prm["order"]
         all_terms = build_terms(preds, order, [s for s in exclude_sets if s <= set(preds)])
@@ -165,7 +172,16 @@ class RegressionStudy(Parameterised):
         self._check_sizes(n, folds, preds, all_terms, order)
 
         say("building the design matrix")
-        X_all = design_matrix(Z, preds, all_terms)
+        with np.errstate(over="ignore", invalid="ignore"):
+            X_all = design_matrix(Z, preds, all_terms)
+        overflow = ~np.isfinite(X_all).all(axis=0)
+        overflow[0] |= not np.isfinite(y_spread)
+        if overflow.any():                      # e.g. a count of 1e308: its mean or square is past the largest float
+            j = int(np.flatnonzero(overflow)[0])
+            what = f"response column '{response}'" if j == 0 else f"term '{term_name(all_terms[j - 1])}'"
+            largest = float(np.max(np.abs(y if j == 0 else X)))
+            raise ModelInputError(f"{what}: values too large to regress (their sums or squares overflow a "
+                                  f"float; the largest magnitude in the data is {largest:g})")
         aliased = aliased_columns(X_all, prm["alias_tol"])
         aliased_terms = [term_name(all_terms[j - 1]) for j in np.flatnonzero(aliased[1:]) + 1]
         if aliased_terms:

@@ -93,6 +93,9 @@ def primitive_names() -> list[str]:
     return list(load_primitives())
 
 
+MAX_PRIMITIVE_SCALE = 1000.0          # a what-if factor: "k times the work" (a path of 10^3 x its instructions)
+
+
 def scaled_primitives(factors: dict[str, float], base: dict[str, PrimitiveSpec] | None = None
                       ) -> dict[str, PrimitiveSpec]:
     """The primitives with some made cheaper or dearer by ``factors`` (name -> k, a what-if "this primitive
@@ -103,8 +106,9 @@ def scaled_primitives(factors: dict[str, float], base: dict[str, PrimitiveSpec] 
     for name, k in factors.items():
         if name not in base:
             raise SimulatorInputError(f"unknown primitive {name!r}; known: {', '.join(base)}")
-        if not k > 0:
-            raise SimulatorInputError(f"the factor of primitive {name!r} must be > 0, got {k!r}")
+        if not 0 < k <= MAX_PRIMITIVE_SCALE:           # (nan and inf fail too; the limit keeps paths sized)
+            raise SimulatorInputError(f"the factor of primitive {name!r} must be in (0, {MAX_PRIMITIVE_SCALE:g}], "
+                                      f"got {k!r}")
         spec = base[name]
         update = {"path_instructions": int(round(spec.path_instructions * k)),
                   "page_table_entries": int(round(spec.page_table_entries * k))}
