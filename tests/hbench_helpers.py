@@ -64,3 +64,31 @@ def profile_tables(n_gc=12, seed=1, heap=32 * MB, explicit=(), copied=()):
                      "compacted": cp > 0, "mark_visits": visits, "references_scanned": refs})
         hists.append(pd.DataFrame({"gc": gc, "object_size": sizes, "live": nl, "dead": nd}))
     return pd.DataFrame(logs), pd.concat(hists, ignore_index=True)
+
+
+def assert_refused_at_load(text: str, edit: tuple[str, str], fragment: str, tmp_path) -> None:
+    """A study scenario ``text`` with ``edit`` (old, new) applied fails at load with one line naming
+    ``fragment`` (the study kinds' bad-input tests)."""
+    import re
+
+    import pytest
+
+    from whatif.scenarios.errors import ScenarioError
+    from whatif.scenarios.runner import load_study
+
+    assert edit[0] in text
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(ScenarioError, match=re.escape(fragment)) as err:
+        load_study(path)
+    assert "\n" not in str(err.value)
+
+
+def with_keys(text: str, values: dict[str, str]) -> str:
+    """A scenario's ``text`` with each ``key = ...`` line (exactly one each) set to ``key = value``."""
+    import re
+
+    for key, value in values.items():
+        text, n = re.subn(rf"^{key} = (\[[^\]]*\]|\S+)", f"{key} = {value}", text, flags=re.M)
+        assert n == 1, key
+    return text

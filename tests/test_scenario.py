@@ -113,7 +113,7 @@ def test_an_unknown_study_kind_lists_the_known_ones(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('schema_version = 1\nname = "s"\nstudy = "nope"\nplatforms = ["mpc7447a"]\n')
     with pytest.raises(ScenarioError, match="unknown study kind 'nope'; known: cachesim, capacity, flowgsp, "
-                                            "hbench-gc, hbench-os, regression"):
+                                            "hbench-gc, hbench-java, hbench-os, regression"):
         load_study(path)
 
 

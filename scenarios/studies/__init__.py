@@ -5,5 +5,5 @@ Studies never import each other or the command glue; what both need lives in ``r
 """
 
 # importing a study module registers its kind (whatif.scenarios.registry.register_study)
-from whatif.scenarios.studies import (cachesim, capacity, flowgsp, hbench_gc, hbench_os, regression,  # noqa: F401
-                                      similarity, simulate)
+from whatif.scenarios.studies import (cachesim, capacity, flowgsp, hbench_gc, hbench_java, hbench_os,  # noqa: F401
+                                      regression, similarity, simulate)

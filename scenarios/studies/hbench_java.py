@@ -1,0 +1,256 @@
+"""Study kind ``hbench-java``: HBench:Java (seed 003 ch. 4) against applications run on simulated JVMs.
+
+Configurations are every JVM of ``[hbench-java] jvms`` (:mod:`simulator.jvm`, Table 4-1 analogues) on
+every platform run of the scenario.  Per configuration the HBench:Java microbenchmarks give the system
+vector (:mod:`simulator.jvm.microbench`) and every application and SPECjvm98 program runs in full on it
+(:mod:`simulator.jvm.apps`): its simulated running time is the ground truth.  The JVMPI-style profile of
+each application's run on the reference configuration gives its application vector and the N and S of
+J(N, S).  Predicted time on a configuration = application vector · system vector + J(N, S) × the
+configuration's measured compile cost per bytecode (``hbench``); the seed's prototype, system classes
+only, is reported beside it (``system_classes``); and the SPECjvm98-style composite -- the geometric mean
+of the SPECjvm98 programs' simulated normalised speeds -- predicts the same speed for every application
+(``specjvm98``).  Speeds are normalised to the reference configuration (Figures 4-4..4-7); each
+predictor's rank agreement is Kendall's τ with the simulated speeds, its error the mean |predicted /
+simulated - 1| over the other configurations.
+
+``results.json``::
+
+    {"configurations": [label...], "reference": label,
+     "applications": {app: {"speeds": {label: {"simulated", "hbench", "system_classes", "specjvm98",
+                                               "simulated_seconds", "predicted_seconds"}},
+                            "kendall_tau": {predictor: t}, "mean_error_pct": {predictor: e},
+                            "important": [primitive...], "system_share": s}},
+     "specjvm98": {label: composite}, "summary": {predictor: {"min_tau", "mean_error_pct"}}}
+
+Tables: ``system_vectors``, ``application_vectors``, ``methods`` (N and S), ``runs`` (every application
+run: times and split), ``speeds``, ``important_primitives`` (Tables 4-3/4-4), ``time_split`` (Tables
+4-5/4-6 with the seed's figures), ``breakdown``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from scipy.stats import kendalltau
+
+from whatif.models.hbench.vectors import VectorModel
+from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
+from whatif.scenarios.render.hbench_java import add_report, speeds_figure
+from whatif.scenarios.results.progress import progress_bar
+from whatif.scenarios.results.report import figure_png
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.jvm.apps import run_application
+from whatif.simulator.jvm.microbench import system_vector
+from whatif.simulator.jvm.profiler import JIT_COMPILE, USER_BYTECODE, USER_INVOKE, jit_bytecodes
+from whatif.simulator.jvm.spec import load_applications, load_jvms
+from whatif.simulator.os.microbench import MicrobenchSettings
+from whatif.simulator.platform import load_platform
+
+PREDICTORS = ("hbench", "system_classes", "specjvm98")
+# seed 003 Tables 4-5 and 4-6: system-class time (%) measured with hprof on JDK 1.2.2
+SEED_SYSTEM_PCT = {"compress": 2.6, "jess": 4.5, "db": 33.1, "javac": 6.1, "mpegaudio": 1.4, "mtrt": 1.4,
+                   "jack": 15.1, "WebL": 54.0, "Cloudscape": 33.9, "Mercator": 92.9}
+ENGINE = (USER_BYTECODE, USER_INVOKE, JIT_COMPILE)
+
+
+class HbenchJavaSpec(BaseModel):
+    """The ``[hbench-java]`` table."""
+    model_config = ConfigDict(extra="forbid")
+    jvms: list[str] = ["jdk122-classic", "msjvm-sdk32", "jdk122-interp", "jdk121-prod"]
+    applications: list[str] = ["WebL", "Cloudscape", "Mercator", "db"]
+    specjvm98: list[str] = ["compress", "jess", "db", "javac", "mpegaudio", "mtrt", "jack"]
+    scale: float = Field(default=0.1, gt=0, le=1)              # every count of the applications
+    spec_scale: float = Field(default=0.01, gt=0, le=1)        # every count of the SPECjvm98 programs
+    reference: str | None = None                               # "jvm@platform"; default: the first
+    timer_resolution_us: float = Field(default=0.1, gt=0, le=1000)   # §4.2.3: a high-resolution timer
+    microbench_min_ticks: PositiveInt = 100
+    microbench_repetitions: PositiveInt = 5
+    transfer_units: PositiveInt = Field(default=8192, le=1 << 20)    # chars or bytes per call of per-unit primitives
+    class_bytes: int = Field(default=2048, ge=64, le=1 << 20)  # the microbenchmark's classes
+
+    @model_validator(mode="after")
+    def _check(self) -> "HbenchJavaSpec":
+        for what in ("jvms", "applications", "specjvm98"):
+            names = getattr(self, what)
+            if len(set(names)) != len(names):
+                raise ValueError(f"{what} lists a name twice: {names}")
+        if not self.applications:
+            raise ValueError("applications must name at least one application")
+        if len(self.specjvm98) < 1:
+            raise ValueError("specjvm98 must name at least one program (the composite's)")
+        return self
+
+
+def hbench_java_task(item: dict, shared: dict, progress=None) -> dict:
+    """One piece of work: a configuration's microbenchmarks, or one application run."""
+    platform = load_platform(item["platform"], item["overrides"])
+    if item["kind"] == "vector":
+        settings = MicrobenchSettings(timer_resolution_s=shared["resolution"], min_ticks=shared["min_ticks"],
+                                      repetitions=shared["repetitions"], transfer_bytes=shared["transfer"])
+        out = {"vector": system_vector(platform, item["jvm"], settings, seed=item["seed"],
+                                       class_bytes=shared["class_bytes"])}
+    else:
+        out = run_application(platform, item["jvm"], item["app"], item["scale"], seed=shared["seed"],
+                              run_seed=item["seed"])
+    if progress is not None:
+        progress(1)
+    return out
+
+
+def _tau(a, b) -> float:
+    t = kendalltau(a, b).statistic
+    return float(t) if t == t else 1.0
+
+
+@register_study
+class HbenchJavaStudy(StudyKind):
+    name = "hbench-java"
+    sections = {"hbench-java": HbenchJavaSpec}
+
+    def check(self) -> None:
+        spec = self.spec["hbench-java"]
+        try:
+            jvms, apps = load_jvms(), load_applications()
+        except SimulatorInputError as exc:
+            raise self.fail("hbench-java", str(exc)) from None
+        for j in spec.jvms:
+            if j not in jvms:
+                raise self.fail("hbench-java.jvms", f"unknown JVM {j!r}; known: {', '.join(jvms)}")
+        for what in ("applications", "specjvm98"):
+            for a in getattr(spec, what):
+                if a not in apps:
+                    raise self.fail(f"hbench-java.{what}", f"unknown application {a!r}; known: {', '.join(apps)}")
+        if len(spec.jvms) * len(self.scenario.platforms) < 2:
+            raise self.fail("hbench-java.jvms", "the ranking needs at least two JVM x platform configurations")
+        if spec.reference is not None:
+            labels = [f"{j}@{p}" for j in spec.jvms for p in self.scenario.platforms]
+            if spec.reference not in labels:
+                raise self.fail("hbench-java.reference", f"{spec.reference!r} is not a configuration "
+                                                         f"(jvm@platform: {', '.join(labels)})")
+
+    @staticmethod
+    def _label(jvm: str, run) -> str:
+        return f"{jvm}@{run.platform}" if run.variant == "baseline" else f"{jvm}@{run.id}"
+
+    def run(self, ctx) -> StudyOutput:
+        spec = self.spec["hbench-java"]
+        apps = list(dict.fromkeys([*spec.applications, *spec.specjvm98]))
+        items = []
+        for run in ctx.runs:
+            for j in spec.jvms:
+                base = {"platform": run.platform, "overrides": list(run.overrides), "jvm": j, "seed": run.seed,
+                        "label": self._label(j, run)}
+                items.append({**base, "kind": "vector"})
+                for a in apps:
+                    scale = spec.scale if a in spec.applications else spec.spec_scale
+                    items.append({**base, "kind": "app", "app": a, "scale": scale})
+        # the longest first, so that two workers finish together
+        order = sorted(range(len(items)), key=lambda i: items[i]["kind"] != "vector")
+        shared = {"resolution": spec.timer_resolution_us * 1e-6, "min_ticks": spec.microbench_min_ticks,
+                  "repetitions": spec.microbench_repetitions, "transfer": spec.transfer_units,
+                  "class_bytes": spec.class_bytes, "seed": self.scenario.seed}
+        with progress_bar(len(items), "hbench-java", enabled=ctx.progress) as advance:
+            outs = ctx.executor.map(hbench_java_task, [items[i] for i in order], shared=shared, progress=advance,
+                                    units=1, workers=2)
+        done = [None] * len(items)
+        for i, o in zip(order, outs):
+            done[i] = o
+        return self._analyse(spec, items, done)
+
+    def _analyse(self, spec: HbenchJavaSpec, items: list[dict], outs: list[dict]) -> StudyOutput:
+        labels = list(dict.fromkeys(i["label"] for i in items))
+        reference = spec.reference if spec.reference is not None else labels[0]
+        if reference not in labels:
+            reference = labels[0]
+        jvm_of = {i["label"]: i["jvm"] for i in items}
+        jvms = load_jvms()
+        vectors = pd.concat([o["vector"].assign(system=i["label"]) for i, o in zip(items, outs)
+                             if i["kind"] == "vector"], ignore_index=True)
+        runs = {(i["label"], i["app"]): o for i, o in zip(items, outs) if i["kind"] == "app"}
+        run_rows = [{"configuration": lab, "application": a, "seconds": o["seconds"],
+                     "system_seconds": o["system_seconds"], "user_seconds": o["user_seconds"],
+                     "jit_seconds": o["jit_seconds"], "gc_seconds": o["gc_seconds"], "collections": o["collections"],
+                     "compiled_bytecodes": o["compiled_bytecodes"], "j_of_n_s": o["j_of_n_s"],
+                     "instructions": o["instructions"], "classes_loaded": o["classes_loaded"]}
+                    for (lab, a), o in runs.items()]
+        # SPECjvm98-style composite: geometric mean of the programs' simulated normalised speeds
+        composite = {lab: float(np.exp(np.mean([np.log(runs[(reference, p)]["seconds"] / runs[(lab, p)]["seconds"])
+                                                for p in spec.specjvm98]))) for lab in labels}
+        jit_cost = vectors[vectors.primitive == JIT_COMPILE].set_index("system")["cost"]
+        api_vectors = vectors[~vectors.primitive.isin(ENGINE)]
+        results_apps, speed_rows, important_rows, breakdowns, app_vectors, method_tables = {}, [], [], [], [], []
+        for app in spec.applications:
+            ref_run = runs[(reference, app)]
+            av = ref_run["application_vector"]
+            app_vectors.append(av)
+            methods = ref_run["methods"]
+            method_tables.append(methods.assign(application=app))
+            full = VectorModel(reference=reference).fit(vectors[vectors.primitive != JIT_COMPILE], av,
+                                                        source="hbench-java")
+            sys_only = VectorModel(reference=reference).fit(api_vectors, av[~av.primitive.isin(ENGINE)],
+                                                            source="hbench-java")
+            pred_full = full.predictions.set_index("system")["predicted"]
+            pred_sys = sys_only.predictions.set_index("system")["predicted"]
+            predicted = {}
+            for lab in labels:
+                j = jvms[jvm_of[lab]]
+                jn = jit_bytecodes(methods, j.jit.policy, j.jit.threshold, tuple(j.jit.never_compile))
+                predicted[lab] = float(pred_full[lab]) + jn * float(jit_cost[lab])
+                table = full.table(app, lab)
+                table = pd.concat([table, pd.DataFrame([{"element": JIT_COMPILE + " x J(N,S)",
+                                                         "application_vector": float(jn),
+                                                         "system_vector": float(jit_cost[lab]),
+                                                         "total": jn * float(jit_cost[lab])}])], ignore_index=True)
+                table["percentage"] = 100 * table["total"] / table["total"].sum()
+                breakdowns.append(table.assign(application=app, configuration=lab))
+            speeds = {}
+            for lab in labels:
+                sim = runs[(reference, app)]["seconds"] / runs[(lab, app)]["seconds"]
+                speeds[lab] = {"simulated": sim, "hbench": predicted[reference] / predicted[lab],
+                               "system_classes": float(pred_sys[reference] / pred_sys[lab]),
+                               "specjvm98": composite[lab], "simulated_seconds": runs[(lab, app)]["seconds"],
+                               "predicted_seconds": predicted[lab] * 1e-6}
+                speed_rows.append({"application": app, "configuration": lab, **speeds[lab]})
+            taus = {p: _tau([speeds[x][p] for x in labels], [speeds[x]["simulated"] for x in labels])
+                    for p in PREDICTORS}
+            others = [x for x in labels if x != reference]
+            errors = {p: float(np.mean([abs(speeds[x][p] / speeds[x]["simulated"] - 1) for x in others]) * 100)
+                      for p in PREDICTORS}
+            ref_table = full.table(app, reference)
+            top = [e for e in ref_table.element if e not in (USER_BYTECODE, USER_INVOKE)][:3]
+            for lab in labels:
+                cost = vectors[vectors.system == lab].set_index("primitive")["cost"]
+                important_rows.append({"application": app, "configuration": lab, **{p: float(cost[p]) for p in top}})
+            r = runs[(reference, app)]
+            results_apps[app] = {"speeds": speeds, "kendall_tau": taus, "mean_error_pct": errors, "important": top,
+                                 "application_vector": {k: float(v) for k, v in zip(av.primitive, av["count"])},
+                                 "system_share": r["system_seconds"] / (r["system_seconds"] + r["user_seconds"])}
+        split = []
+        for a in dict.fromkeys([*spec.applications, *spec.specjvm98]):
+            r = runs[(reference, a)]
+            share = 100 * r["system_seconds"] / (r["system_seconds"] + r["user_seconds"])
+            split.append({"program": a, "suite": r["suite"], "system_pct": share, "user_pct": 100 - share,
+                          "seed_system_pct": SEED_SYSTEM_PCT.get(a, float("nan"))})
+        summary = {p: {"min_tau": min(v["kendall_tau"][p] for v in results_apps.values()),
+                       "mean_error_pct": float(np.mean([v["mean_error_pct"][p] for v in results_apps.values()]))}
+                   for p in PREDICTORS}
+        tables = {"system_vectors": vectors, "application_vectors": pd.concat(app_vectors, ignore_index=True),
+                  "methods": pd.concat(method_tables, ignore_index=True), "runs": pd.DataFrame(run_rows),
+                  "speeds": pd.DataFrame(speed_rows), "important_primitives": pd.DataFrame(important_rows),
+                  "time_split": pd.DataFrame(split), "breakdown": pd.concat(breakdowns, ignore_index=True)}
+        results = {"configurations": labels, "reference": reference, "applications": results_apps,
+                   "specjvm98": composite, "summary": summary}
+        fig = figure_png(speeds_figure(tables["speeds"], reference))
+        headline = pd.DataFrame([{"metric": f"{app}: {m}", "variant": "all", "value": v}
+                                 for app, r in results_apps.items()
+                                 for m, v in (("Kendall tau, HBench:Java", r["kendall_tau"]["hbench"]),
+                                              ("Kendall tau, SPECjvm98 composite", r["kendall_tau"]["specjvm98"]),
+                                              ("mean speed error (%), HBench:Java", r["mean_error_pct"]["hbench"]),
+                                              ("mean speed error (%), SPECjvm98", r["mean_error_pct"]["specjvm98"]))])
+        return StudyOutput(results=results, tables=tables, figures={"normalised_speeds": (fig, "Figures 4-4..4-7")},
+                           headline=headline, headline_absolute=tuple(headline.metric),
+                           parameters={"hbench-java": spec.model_dump()},
+                           report=lambda rep: add_report(rep, results, tables, fig))

@@ -1,0 +1,84 @@
+"""A JVMPI-style profiler (seed 003 §4.2.1) and the JIT-overhead model J(N, S) (§4.1.3).
+
+Attached to a :class:`~simulator.jvm.vm.JavaVM`, the profiler receives the JVM's events -- every method
+entry (with its argument units, as the JVMDI tracer records arguments), every object allocation, every
+compilation -- and counts them.  The *application vector* is what the application asked of the JVM:
+the primitives' methods it called itself (depth 0: the caller is a user class) -- calls, or units
+(chars, bytes) for per-unit primitives -- its own bytecodes and method invocations, and the objects it
+allocated.  ``N`` and ``S`` are every method's invocation count and static bytecode size, whatever called
+it: the inputs of J.
+
+J(N, S) is the JVM's compilation policy applied to them: the bytecodes it compiles.  A first-call JIT
+compiles every method invoked at least once, J = Σ s_i over n_i ≥ 1 (the seed's example); a threshold
+(adaptive) JIT the methods invoked at least ``threshold`` times; an interpreter none.  Native methods
+and the methods a JIT never compiles do not count.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pandas as pd
+
+USER_PREFIX = "user."             # the application's own classes
+USER_BYTECODE = "bytecode (user classes)"
+USER_INVOKE = "invoke (user classes)"
+JIT_COMPILE = "JIT compile (per bytecode)"
+
+
+class JvmpiProfiler:
+    def __init__(self):
+        self.entries: dict[str, int] = defaultdict(int)          # N: every invocation
+        self.top_calls: dict[str, int] = defaultdict(int)        # invocations from user code
+        self.top_units: dict[str, int] = defaultdict(int)
+        self.allocations_in_user = 0
+        self.allocations = 0
+        self.compilations: dict[str, int] = {}
+        self.sizes: dict[str, int] = {}
+        self.natives: set[str] = set()
+        self.user_bytecodes = 0
+        self._user_depth = 0
+
+    def entry(self, name: str, units: int, depth: int) -> None:
+        self.entries[name] += 1
+        if depth == 0:
+            self.top_calls[name] += 1
+            self.top_units[name] += int(units)
+
+    def allocated(self, payload: int, depth: int) -> None:
+        self.allocations += 1
+
+    def compiled(self, name: str, size: int) -> None:
+        self.compilations[name] = size
+
+    def user_code(self, bytecodes: int) -> None:
+        self.user_bytecodes += int(bytecodes)
+
+    def application_vector(self, application: str, primitives: dict) -> pd.DataFrame:
+        """``primitives``: label -> (method, unit).  Rows (application, primitive, count)."""
+        rows = []
+        for label, (method, unit) in primitives.items():
+            n = self.top_units[method] if unit in ("char", "byte") else self.top_calls[method]
+            if n:
+                rows.append({"application": application, "primitive": label, "count": float(n)})
+        user_calls = sum(v for k, v in self.top_calls.items() if k.startswith(USER_PREFIX))
+        if self.user_bytecodes:
+            rows.append({"application": application, "primitive": USER_BYTECODE, "count": float(self.user_bytecodes)})
+        if user_calls:
+            rows.append({"application": application, "primitive": USER_INVOKE, "count": float(user_calls)})
+        return pd.DataFrame(rows, columns=["application", "primitive", "count"])
+
+    def method_table(self, sizes: dict[str, int], natives: set[str]) -> pd.DataFrame:
+        """N and S: method, invocations, size, native."""
+        return pd.DataFrame([{"method": m, "invocations": n, "size": int(sizes[m]), "native": m in natives}
+                             for m, n in self.entries.items()])
+
+
+def jit_bytecodes(methods: pd.DataFrame, policy: str, threshold: int = 1, never: tuple[str, ...] = ()) -> int:
+    """J(N, S): the bytecodes a JIT of ``policy`` compiles, from the method table (method, invocations,
+    size, native)."""
+    if policy == "none" or not len(methods):
+        return 0
+    need = 1 if policy == "first-call" else int(threshold)
+    sel = (methods["invocations"] >= need) & ~methods["native"].astype(bool) & ~methods["method"].isin(list(never))
+    return int(methods.loc[sel, "size"].sum())

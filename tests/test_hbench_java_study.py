@@ -1,0 +1,120 @@
+"""The ``hbench-java`` study kind on a reduced copy of ``scenarios/hbench-java.toml``: system vectors from
+the microbenchmarks, application vectors from the profiler, predicted (vectors + J(N,S)) against simulated
+normalised speeds, the SPECjvm98-style composite, the tables of the seed; bad input refused at load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from whatif.cli import app
+from whatif.scenarios.runner import run_scenario_file
+from hbench_helpers import assert_refused_at_load, with_keys
+
+SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "hbench-java.toml"
+REF = "jdk122-classic@mpc7447a"
+
+
+def reduced() -> str:
+    return with_keys(SHIPPED.read_text(), {
+        "platforms": '["mpc7447a", "harpertown"]', "jvms": '["jdk122-classic", "msjvm-sdk32"]',
+        "applications": '["WebL", "Mercator"]', "specjvm98": '["compress", "db"]', "scale": "0.02",
+        "spec_scale": "0.002", "microbench_min_ticks": "20", "microbench_repetitions": "3"})
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hbench-java")
+    path = tmp / "hbj.toml"
+    path.write_text(reduced())
+    done = run_scenario_file(path, out=tmp / "out", progress=False)
+    return done, json.loads((tmp / "out" / "results.json").read_text())
+
+
+def test_speeds_and_agreement(study):
+    done, doc = study
+    assert doc["reference"] == REF and len(doc["configurations"]) == 4
+    for app in ("WebL", "Mercator"):
+        r = doc["applications"][app]
+        for p in ("simulated", "hbench", "system_classes", "specjvm98"):
+            assert r["speeds"][REF][p] == pytest.approx(1.0)
+        for p, tau in r["kendall_tau"].items():
+            assert -1 <= tau <= 1
+            others = [c for c in doc["configurations"] if c != REF]
+            err = np.mean([abs(r["speeds"][c][p] / r["speeds"][c]["simulated"] - 1) for c in others]) * 100
+            assert r["mean_error_pct"][p] == pytest.approx(err)
+    # a faster platform and a better JIT: the simulated WebL is fastest on msjvm@harpertown
+    sp = doc["applications"]["WebL"]["speeds"]
+    assert max(sp, key=lambda c: sp[c]["simulated"]) == "msjvm-sdk32@harpertown"
+
+
+def test_prediction_is_the_dot_product_plus_jit(study):
+    done, doc = study
+    out = done.out_dir
+    systems = pd.read_parquet(out / "system_vectors.parquet")
+    apps = pd.read_parquet(out / "application_vectors.parquet")
+    b = pd.read_parquet(out / "breakdown.parquet")
+    for app in ("WebL", "Mercator"):
+        av = apps[apps.application == app].set_index("primitive")["count"]
+        for conf in doc["configurations"]:
+            cost = systems[systems.system == conf].set_index("primitive")["cost"]
+            sel = b[(b.application == app) & (b.configuration == conf)]
+            jit = sel[sel.element.str.startswith("JIT compile")]
+            dot = float((av * cost[av.index]).sum()) + float(jit.total.iloc[0])
+            assert doc["applications"][app]["speeds"][conf]["predicted_seconds"] == pytest.approx(dot * 1e-6)
+            assert float(jit.system_vector.iloc[0]) == pytest.approx(cost["JIT compile (per bytecode)"])
+            assert sel.percentage.sum() == pytest.approx(100)
+
+
+def test_composite_is_the_geometric_mean_of_the_spec_programs(study):
+    done, doc = study
+    runs = pd.read_parquet(done.out_dir / "runs.parquet").set_index(["configuration", "application"])["seconds"]
+    for conf, v in doc["specjvm98"].items():
+        want = np.exp(np.mean([np.log(runs[(REF, p)] / runs[(conf, p)]) for p in ("compress", "db")]))
+        assert v == pytest.approx(want)
+
+
+def test_tables_and_report(study):
+    done, doc = study
+    out = done.out_dir
+    for name in ("system_vectors", "application_vectors", "methods", "runs", "speeds", "important_primitives",
+                 "time_split", "breakdown"):
+        assert (out / f"{name}.parquet").is_file(), name
+    split = pd.read_parquet(out / "time_split.parquet").set_index("program")
+    assert split.loc["Mercator", "seed_system_pct"] == 92.9
+    assert (split.system_pct + split.user_pct).round(6).eq(100).all()
+    imp = pd.read_parquet(out / "important_primitives.parquet")
+    assert "Socket.<init>()" in doc["applications"]["Mercator"]["important"]
+    assert set(imp.configuration) == set(doc["configurations"])
+    assert "Tables 4-3 and 4-4" in (out / "report.html").read_text()
+    assert (out / "normalised_speeds.png").is_file()
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (('jvms = ["jdk122-classic", "msjvm-sdk32"]', 'jvms = ["kaffe"]'), "unknown JVM 'kaffe'"),
+    (('applications = ["WebL", "Mercator"]', 'applications = ["HotJava"]'), "unknown application 'HotJava'"),
+    (("scale = 0.02", "scale = 0"), "scale"),
+    (("scale = 0.02", "scale = 2"), "scale"),
+    (('reference = "jdk122-classic@mpc7447a"', 'reference = "jdk122-classic@z10"'), "is not a configuration"),
+    (('jvms = ["jdk122-classic", "msjvm-sdk32"]', 'jvms = ["msjvm-sdk32", "msjvm-sdk32"]'), "lists a name twice"),
+    (("class_bytes = 2048", "class_bytes = 8"), "class_bytes"),
+    (("scale = 0.02", "scale = 0.02\nfast = true"), "fast"),
+])
+def test_bad_input_is_refused_at_load(tmp_path, edit, fragment):
+    assert_refused_at_load(reduced(), edit, fragment, tmp_path)
+
+
+def test_the_cli_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(reduced().replace('jvms = ["jdk122-classic", "msjvm-sdk32"]', 'jvms = ["kaffe"]'))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(out)])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "unknown JVM 'kaffe'" in lines[0]
+    assert not out.exists()

@@ -1,0 +1,158 @@
+"""The JVM model's instruction streams and HBench:Java microbenchmarks: every primitive's executed
+instructions against a first-principles count from the method, JVM and OS descriptions, and its measured
+cost against the cycles of one warm call on the core."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.isa import OP_JUMP, isa_for
+from whatif.simulator.jvm.code import DISPATCH, HANDLERS, JvmCode
+from whatif.simulator.jvm.microbench import primitive_table, system_vector
+from whatif.simulator.jvm.spec import jvm as jvm_spec, load_methods
+from whatif.simulator.jvm.vm import JavaVM
+from whatif.simulator.os.microbench import MicrobenchSettings
+from whatif.simulator.os.primitives import OsCode
+from whatif.simulator.platform import load_platform
+
+PLATFORM = "mpc7447a"          # fixed-length instructions, the simplest core of the set
+UNITS = 256
+QUICK = MicrobenchSettings(timer_resolution_s=1e-7, min_ticks=10, repetitions=3, transfer_bytes=UNITS)
+
+
+def interpreted_count(code: JvmCode, name: str, m, units: int, dispatch: str) -> int:
+    """Per executed bytecode: the dispatch, the handler, and (switch) the jump back."""
+    prog = code.program(name, m.size)
+    n = 0
+    body = [k % m.size for k in range(m.bytecodes)]
+    total = int(round(units * m.bytecodes_per_unit))
+    span = max(1, min(m.size, int(round(m.bytecodes_per_unit)) if m.bytecodes_per_unit >= 1 else 1))
+    loop = [m.size - span + (k % span) for k in range(total)]
+    for p in body + loop:
+        n += len(DISPATCH) + len(HANDLERS[int(prog.cls[p])]) + (1 if dispatch == "switch" else 0)
+    return n
+
+
+def expected_instructions(vm: JavaVM, name: str, units: int, acc: dict) -> int:
+    """One warm call of ``name`` on an interpreting JVM, counted from the descriptions."""
+    j = vm.spec
+    m = vm.method(name)
+    osc = OsCode(isa_for(vm.platform.isa))
+    n = j.interpreter.jni_instructions if m.native else j.interpreter.invoke_instructions
+    if m.synchronized:
+        n += j.monitors.instructions
+    if m.native:
+        n += 3 * m.bytecodes + int(round(4 * m.bytecodes_per_unit * units))
+    else:
+        n += interpreted_count(vm.code, name, m, units, j.interpreter.dispatch)
+    for k, st in enumerate(m.steps):
+        reps = st.times
+        if st.every is not None:
+            a = acc.get((name, k), 0) + units
+            reps, acc[(name, k)] = (a // st.every) * st.times, a % st.every
+        for _ in range(reps):
+            if st.method is not None:
+                u = {"none": 0, "same": units, "every": st.every or 0, "fixed": st.unit_count}[st.units]
+                n += expected_instructions(vm, st.method, u, acc)
+            elif st.os is not None:
+                size = st.bytes + int(round(st.bytes_per_unit * (st.every if st.every else units)))
+                n += len(osc.block(st.os, size, 0x60000000, 0x70000000))
+            elif st.alloc is not None:
+                n += (j.monitors.instructions if j.allocation.locked else 0) + j.allocation.instructions
+                n += math.ceil(vm.heap.object_size(st.alloc) / 8)
+            elif st.runtime == "load_class":
+                b, cl = vm.class_bytes, j.class_loading
+                n += len(osc.block("file_read", b, 0x60000000, 0x70000000))
+                n += max(1, int(round(b * cl.parse_instructions_per_byte)))
+                n += int(b / 3 * cl.verify_instructions_per_bytecode)
+                n += 6 * max(1, int(cl.resolve_probes_per_kb * b / 1024)) + cl.link_instructions
+    return n
+
+
+@pytest.mark.parametrize("label", list(primitive_table()))
+def test_a_primitive_executes_what_its_description_counts(label):
+    method, unit = primitive_table()[label]
+    units = UNITS if unit in ("char", "byte") else 0
+    vm = JavaVM(load_platform(PLATFORM), "jdk122-interp", class_bytes=512)
+    for _ in range(2):
+        vm.invoke(method, units)                         # warm: buffers filled to the same phase
+    acc = dict(vm._acc)
+    want = expected_instructions(vm, method, units, acc)
+    i0, c0 = vm.core.instructions, vm.cycles
+    vm.invoke(method, units)
+    assert vm.core.instructions - i0 == want
+    assert vm.collections == 0
+    width = vm.platform.core.dispatch_width if hasattr(vm.platform.core, "dispatch_width") else 4
+    assert vm.cycles - c0 >= want / width                 # no core retires more than its width
+
+
+def test_measured_costs_are_the_cycles_of_warm_calls():
+    """The microbenchmark's figure (µs per call or per unit) is one warm call's cycles over the clock,
+    to the clock's resolution and the trimmed mean's spread."""
+    platform = load_platform(PLATFORM)
+    labels = ["String.charAt()", "Hashtable.get()", "BufferedReader.read()", "synchronized {}", "new Object()"]
+    vec = system_vector(platform, "jdk122-interp", QUICK, primitives=labels).set_index("primitive")
+    table = primitive_table()
+    for label in labels:
+        method, unit = table[label]
+        units = UNITS if unit in ("char", "byte") else 0
+        vm = JavaVM(platform, "jdk122-interp")
+        for _ in range(40):
+            vm.invoke(method, units)
+        c0 = vm.cycles
+        for _ in range(20):
+            vm.invoke(method, units)
+        per_call_us = (vm.cycles - c0) / 20 / (platform.clock_ghz * 1e3)
+        assert vec.loc[label, "per_call_us"] == pytest.approx(per_call_us, rel=0.15), label
+        assert vec.loc[label, "cost"] == pytest.approx(vec.loc[label, "per_call_us"] / (units or 1))
+
+
+def test_the_seeds_jit_leaves_convert_interpreted_and_buffered_reads_pay_for_it():
+    """§4.3.2: JDK 1.2.2's JIT did not compile ByteToCharSingleByte.convert; BufferedReader.read() per char
+    costs many times what it costs where the JIT compiles it (Table 4-3: 6.9 against 0.32 µs)."""
+    platform = load_platform("harpertown")
+    cost = {j: system_vector(platform, j, QUICK, primitives=["BufferedReader.read()"])["cost"].iloc[0]
+            for j in ("jdk122-classic", "msjvm-sdk32")}
+    assert cost["jdk122-classic"] > 5 * cost["msjvm-sdk32"]
+    vm = JavaVM(platform, "jdk122-classic")
+    vm.invoke("java.io.BufferedReader.read", 8192)
+    assert "java.io.BufferedReader.read" in vm.compiled
+    assert "sun.io.ByteToCharSingleByte.convert" not in vm.compiled
+    assert vm.invocations["sun.io.ByteToCharSingleByte.convert"] == 1
+
+
+def test_switch_and_threaded_dispatch():
+    m = load_methods().methods["java.util.Hashtable.get"]
+    for dispatch, one_site in (("switch", True), ("threaded", False)):
+        b = JvmCode(isa_for("x86_64"), dispatch).interpreted("java.util.Hashtable.get", m.size, m.bytecodes)
+        jumps = b.pc[(b.op == OP_JUMP) & (b.target != np.uint64(0x5000_0000))]
+        assert (len(np.unique(jumps)) == 1) == one_site
+        b.validate()
+
+
+def test_compiled_code_has_the_jits_expansion():
+    code = JvmCode(isa_for("x86_64"), "switch", code_expansion=2.5)
+    b = code.compiled("user.x", 100, 1000)
+    assert len(b) == pytest.approx(2.5 * 1000, rel=0.05)
+    b.validate()
+
+
+def test_unknown_jvm_and_bad_class_size_are_refused():
+    with pytest.raises(SimulatorInputError, match="unknown JVM 'kaffe'; known: jdk122-classic"):
+        jvm_spec("kaffe")
+    with pytest.raises(SimulatorInputError, match="class_bytes must be >= 64"):
+        JavaVM(load_platform(PLATFORM), "jdk122-interp", class_bytes=3)
+
+
+def test_a_full_heap_runs_the_collectors_stream_on_the_core():
+    spec = jvm_spec("jdk122-classic")
+    small = spec.model_copy(update={"collector": spec.collector.model_copy(update={"heap_kb": 64})})
+    vm = JavaVM(load_platform(PLATFORM), small)
+    for _ in range(64 * 1024 // 16 + 10):
+        vm.invoke("new Object")
+    assert vm.collections >= 1 and vm.gc_cycles > 0
+    assert vm.heap.collections[0].dead_objects > 0

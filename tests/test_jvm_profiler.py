@@ -1,0 +1,66 @@
+"""The JVMPI-style profiler against the application's known calls, and J(N, S) against what the JIT
+compiled."""
+
+from __future__ import annotations
+
+import pytest
+
+from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.jvm.apps import program, run_application
+from whatif.simulator.jvm.microbench import primitive_table
+from whatif.simulator.jvm.profiler import USER_BYTECODE, USER_INVOKE, jit_bytecodes
+from whatif.simulator.jvm.spec import application, jvm as jvm_spec
+from whatif.simulator.platform import load_platform
+
+
+@pytest.fixture(scope="module")
+def runs():
+    p = load_platform("harpertown")
+    return {j: run_application(p, j, "WebL", 0.02, seed=3) for j in ("jdk122-classic", "jdk121-prod")}
+
+
+def test_the_application_vector_is_the_programs_calls(runs):
+    prog = program(application("WebL"), 0.02, seed=3)
+    av = runs["jdk122-classic"]["application_vector"].set_index("primitive")["count"]
+    table = primitive_table()
+    for label, n in prog.calls.items():
+        unit = table[label][1]
+        assert av[label] == (prog.units[label] if unit in ("char", "byte") else n), label
+    assert av[USER_BYTECODE] == prog.user_bytecodes and av[USER_INVOKE] == prog.user_invocations
+    assert set(av.index) == set(prog.calls) | {USER_BYTECODE, USER_INVOKE}
+    # WebL's cited vector at 2 %: 80 and 121 class loads, 32768 chars
+    assert prog.calls["Class.forName()"] == round(80 * 0.02) and prog.units["BufferedReader.read()"] == 1024
+
+
+def test_n_counts_nested_invocations(runs):
+    r = runs["jdk122-classic"]
+    n = r["methods"].set_index("method")["invocations"]
+    calls = r["calls"]
+    assert n["java.lang.ClassLoader.loadClass"] == calls["Class.forName()"] + calls["ClassLoader.loadClass()"]
+    assert r["classes_loaded"] == n["java.lang.ClassLoader.loadClass"]
+    # a 1 K read every call; one fill (convert 8 K chars) per 8 K chars read
+    assert n["java.io.BufferedReader.read"] == calls["BufferedReader.read()"]
+    assert n.get("sun.io.ByteToCharSingleByte.convert", 0) == calls["BufferedReader.read()"] * 1024 // 8192
+
+
+@pytest.mark.parametrize("jvm", ["jdk122-classic", "jdk121-prod"])
+def test_j_of_n_s_is_what_the_jit_compiled(runs, jvm):
+    r = runs[jvm]
+    j = jvm_spec(jvm).jit
+    assert r["j_of_n_s"] == jit_bytecodes(r["methods"], j.policy, j.threshold, tuple(j.never_compile))
+    assert r["compiled_bytecodes"] == r["j_of_n_s"] > 0
+    assert jit_bytecodes(r["methods"], "none") == 0
+
+
+def test_same_seed_same_program_and_time():
+    p = load_platform("mpc7447a")
+    a = run_application(p, "msjvm-sdk32", "db", 0.002, seed=5)
+    b = run_application(p, "msjvm-sdk32", "db", 0.002, seed=5)
+    assert a["cycles"] == b["cycles"] and a["system_seconds"] + a["user_seconds"] == pytest.approx(a["seconds"])
+
+
+def test_bad_scale_and_unknown_application():
+    with pytest.raises(SimulatorInputError, match="The 'scale' parameter of program must be in"):
+        program(application("WebL"), 0.0)
+    with pytest.raises(SimulatorInputError, match="unknown application 'kaffe'"):
+        application("kaffe")
