@@ -12,13 +12,15 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from whatif.scenarios.errors import ScenarioError
 from whatif.simulator.schema import format_validation_error
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STUDY_KINDS: dict[str, type["StudyKind"]] = {}
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from whatif.scenarios.executor import Executor
 from whatif.scenarios.registry import StudyContext, StudyKind, StudyOutput, study_kinds
-from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.writer import check_results_target
 from whatif.scenarios.scenario import Run, expand_runs, load_scenario
 from whatif.simulator.platform import load_platform
+
+if TYPE_CHECKING:                    # (pandas loads with the study kinds: a refused scenario fails before it)
+    import pandas as pd
 
 
 @dataclass
@@ -54,6 +55,8 @@ def run_scenario_file(path: str | Path, out: str | Path | None = None, seed: int
         output = study.run(ctx)
     platforms = {f"{r.variant}@{r.platform}": load_platform(r.platform, r.overrides).model_dump()
                  for r in runs}
+    from whatif.scenarios.results.directory import write_results_dir   # (with pandas: after the checks)
+
     write_results_dir(out_dir, title=f"{scenario.name}: {scenario.study} study", study=scenario.study,
                       results=output.results, started=started, tables=output.tables, figures=output.figures,
                       report=lambda rep: _report(rep, output), description=scenario.description,
