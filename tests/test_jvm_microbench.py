@@ -13,6 +13,7 @@ from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import OP_JUMP, isa_for
 from whatif.simulator.jvm.code import DISPATCH, HANDLERS, JvmCode
 from whatif.simulator.jvm.microbench import primitive_table, system_vector
+from whatif.simulator.jvm.profiler import COMPILED, USER_BYTECODE
 from whatif.simulator.jvm.spec import jvm as jvm_spec, load_methods
 from whatif.simulator.jvm.vm import JavaVM
 from whatif.simulator.os.microbench import MicrobenchSettings
@@ -156,3 +157,26 @@ def test_a_full_heap_runs_the_collectors_stream_on_the_core():
         vm.invoke("new Object")
     assert vm.collections >= 1 and vm.gc_cycles > 0
     assert vm.heap.collections[0].dead_objects > 0
+
+
+def test_an_adaptive_jit_is_measured_interpreted_and_compiled():
+    """Under a threshold JIT each primitive (and the user-code primitives) has two costs: a fresh VM's
+    loop, below the threshold (interpreted), and the same loop warmed past it (compiled), which is the
+    cycles of a call once every method on its path has been compiled."""
+    platform = load_platform(PLATFORM)
+    labels = ["String.charAt()", "Hashtable.get()", USER_BYTECODE]
+    vec = system_vector(platform, "jdk121-prod", QUICK, primitives=labels).set_index("primitive")
+    assert set(vec.index) == set(labels) | {label + COMPILED for label in labels}
+    for label in labels:
+        assert vec.loc[label + COMPILED, "cost"] < 0.8 * vec.loc[label, "cost"], label
+    threshold = jvm_spec("jdk121-prod").jit.threshold
+    vm = JavaVM(platform, "jdk121-prod")
+    for _ in range(threshold + 40):
+        vm.invoke("java.lang.String.charAt")
+    c0 = vm.cycles
+    for _ in range(20):
+        vm.invoke("java.lang.String.charAt")
+    per_call_us = (vm.cycles - c0) / 20 / (platform.clock_ghz * 1e3)
+    assert vec.loc["String.charAt()" + COMPILED, "per_call_us"] == pytest.approx(per_call_us, rel=0.15)
+    classic = system_vector(platform, "jdk122-classic", QUICK, primitives=labels)
+    assert not classic.primitive.str.endswith(COMPILED).any()      # a first-call JIT: one cost

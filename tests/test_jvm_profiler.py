@@ -8,7 +8,7 @@ import pytest
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.jvm.apps import program, run_application
 from whatif.simulator.jvm.microbench import primitive_table
-from whatif.simulator.jvm.profiler import USER_BYTECODE, USER_INVOKE, jit_bytecodes
+from whatif.simulator.jvm.profiler import COMPILED, USER_BYTECODE, USER_INVOKE, jit_bytecodes
 from whatif.simulator.jvm.spec import application, jvm as jvm_spec
 from whatif.simulator.platform import load_platform
 
@@ -64,3 +64,39 @@ def test_bad_scale_and_unknown_application():
         program(application("WebL"), 0.0)
     with pytest.raises(SimulatorInputError, match="unknown application 'kaffe'"):
         application("kaffe")
+
+
+def test_an_adaptive_jits_calls_split_at_the_threshold(runs):
+    """With the compile events, the calls (units, user bytecodes) made once a method had been invoked
+    `threshold` times are priced compiled.  Recount by hand from the program's event order, for the
+    methods only user code calls (their invocation count is their count of calls from user code)."""
+    r = runs["jdk122-classic"]
+    prof, av, n_of = r["profiler"], r["application_vector"], r["methods"].set_index("method")["invocations"]
+    table = primitive_table()
+    prog = program(application("WebL"), 0.02, seed=3)
+    total = av.set_index("primitive")["count"]
+    for threshold in (1, 3, 10**9):
+        split = prof.split_at_threshold(av, table, threshold).groupby("primitive")["count"].sum()
+        for label in total.index:               # nothing lost or made up
+            assert split.get(label, 0) + split.get(label + COMPILED, 0) == total[label], (label, threshold)
+        seen, late, late_user = {}, {}, 0
+        for kind, method, units in prog.events:
+            seen[method] = seen.get(method, 0) + 1
+            if seen[method] >= threshold:
+                if kind == "api":
+                    late[method] = late.get(method, 0) + (units or 1)
+                else:
+                    late_user += prog.methods[method].bytecodes
+        checked = 0
+        for label, (method, unit) in table.items():
+            if label in total.index and n_of[method] == prog.calls[label]:     # called from user code only
+                expect = late.get(method, 0) if unit in ("char", "byte") else \
+                    sum(1 for k, m, _ in prog.events if m == method) - sum(
+                        1 for j in range(1, threshold) if j <= prog.calls[label])
+                assert split.get(label + COMPILED, 0) == expect, (label, threshold)
+                checked += 1
+        assert checked >= 3
+        assert split.get(USER_BYTECODE + COMPILED, 0) == late_user
+    assert not any(p.endswith(COMPILED) for p in prof.split_at_threshold(av, table, 10**9).primitive)
+    assert all(p.endswith(COMPILED) or p not in total.index or total[p] == 0
+               for p in prof.split_at_threshold(av, table, 1).primitive)

@@ -115,4 +115,5 @@ def run_application(platform: Platform, jvm: str, name: str, scale: float = 1.0,
             "instructions": int(vm.core.instructions), "classes_loaded": vm.classes_loaded,
             "calls": prog.calls, "units": prog.units, "user_bytecodes": prog.user_bytecodes,
             "user_invocations": prog.user_invocations,
-            "application_vector": prof.application_vector(name, primitive_table()), "methods": methods}
+            "application_vector": prof.application_vector(name, primitive_table()), "methods": methods,
+            "profiler": prof}

@@ -3,8 +3,11 @@
 Each primitive runs in a loop on a fresh :class:`~simulator.jvm.vm.JavaVM` of the configuration, with the
 measurement discipline of :mod:`simulator.os.microbench`: a clock of finite resolution, the iteration
 count doubled until a measurement spans ``min_ticks`` ticks, ``repetitions`` measurements, their trimmed
-mean.  ``warmup_calls`` calls come first (a first-call JIT compiles then; an adaptive JIT compiles when
-the loop crosses its threshold, inside a measurement, as on a real VM -- the trimmed mean drops it).
+mean.  ``warmup_calls`` calls come first (a first-call JIT compiles then).  Under an adaptive (threshold)
+JIT every primitive is measured twice: on a fresh VM, whose short loops stay below the threshold (the
+interpreted cost), and on a VM warmed past the threshold (``label [compiled]``: the cost once the JIT has
+compiled the primitive's methods) -- what the seed's proposed JVMPI compile events (§4.2.3) would let a
+benchmark tell apart; the profiler splits an application's calls the same way.
 Per-unit primitives (chars, bytes) are called with ``transfer_bytes`` units per call and reported per
 unit.  ``Class.forName()`` and ``ClassLoader.loadClass()`` load a new class every iteration (§4.2.3: the
 first-time cost is the true cost), of ``class_bytes`` bytes.
@@ -17,11 +20,13 @@ bytecodes through a java.lang.Compiler-style entry (µs per bytecode compiled; 0
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from whatif.simulator.jvm.profiler import JIT_COMPILE, USER_BYTECODE, USER_INVOKE
+from whatif.simulator.jvm.profiler import COMPILED, JIT_COMPILE, USER_BYTECODE, USER_INVOKE
 from whatif.simulator.jvm.spec import MethodSpec, jvm as jvm_spec, load_methods
 from whatif.simulator.jvm.vm import JavaVM
 from whatif.simulator.os.microbench import MicrobenchSettings, _clock
@@ -66,14 +71,17 @@ def system_vector(platform: Platform, jvm: str, settings: MicrobenchSettings = J
     names = list(table) + [USER_BYTECODE, USER_INVOKE, JIT_COMPILE] if primitives is None else primitives
     for label in names:
         vm = JavaVM(platform, spec, seed=seed, class_bytes=class_bytes)
-        if label == USER_BYTECODE:
-            vm.define("user.bench.Loop", MethodSpec(size=LOOP_SIZE, bytecodes=LOOP_BYTECODES))
-            row = _measure(vm, lambda: vm.invoke("user.bench.Loop"), settings, LOOP_BYTECODES)
-            unit = "us/bytecode"
-        elif label == USER_INVOKE:
-            vm.define("user.bench.Empty", MethodSpec(size=EMPTY_SIZE, bytecodes=EMPTY_SIZE))
-            row = _measure(vm, lambda: vm.invoke("user.bench.Empty"), settings, 1)
-            unit = "us"
+        if label in (USER_BYTECODE, USER_INVOKE):
+            name, size, bytecodes, unit = (("user.bench.Loop", LOOP_SIZE, LOOP_BYTECODES, "us/bytecode")
+                                           if label == USER_BYTECODE else ("user.bench.Empty", EMPTY_SIZE, 1, "us"))
+            vm.define(name, MethodSpec(size=size, bytecodes=size if label == USER_INVOKE else bytecodes))
+            row = _measure(vm, lambda n=name: vm.invoke(n), settings, bytecodes)
+            if spec.jit.policy == "threshold":      # and compiled, warmed past the threshold
+                rows.append({"system": "", "primitive": label, "unit": unit, **row})
+                vm.define(name + "Warm", MethodSpec(size=size, bytecodes=size if label == USER_INVOKE else bytecodes))
+                row = _measure(vm, lambda n=name + "Warm": vm.invoke(n),
+                               replace(settings, warmup_calls=spec.jit.threshold + settings.warmup_calls), bytecodes)
+                label = label + COMPILED
         elif label == JIT_COMPILE:
             if spec.jit.policy == "none":
                 row, unit = {"cost": 0.0, "iterations": 0, "per_call_us": 0.0, "spread_us": 0.0}, "us/bytecode"
@@ -90,6 +98,15 @@ def system_vector(platform: Platform, jvm: str, settings: MicrobenchSettings = J
             units = settings.transfer_bytes if per in ("char", "byte") else 0
             row = _measure(vm, lambda m=method, u=units: vm.invoke(m, u), settings, units or 1)
             unit = f"us/{per}" if units else "us"
+            if spec.jit.policy == "threshold":
+                rows.append({"system": "", "primitive": label, "unit": unit, **row})
+                # an adaptive JIT: the same primitive once the JIT has compiled its methods (warmed past
+                # the threshold; a JVMPI compile event would say when, §4.2.3)
+                warm_vm = JavaVM(platform, spec, seed=seed, class_bytes=class_bytes)
+                warm = _measure(warm_vm, lambda m=method, u=units: warm_vm.invoke(m, u),
+                                replace(settings, warmup_calls=spec.jit.threshold + settings.warmup_calls),
+                                units or 1)
+                row, label = warm, label + COMPILED
         rows.append({"system": "", "primitive": label, "unit": unit, **row})
         if progress is not None:
             progress(1)

@@ -12,6 +12,11 @@ J(N, S) is the JVM's compilation policy applied to them: the bytecodes it compil
 compiles every method invoked at least once, J = Σ s_i over n_i ≥ 1 (the seed's example); a threshold
 (adaptive) JIT the methods invoked at least ``threshold`` times; an interpreter none.  Native methods
 and the methods a JIT never compiles do not count.
+
+For an adaptive JIT the application vector is split (:meth:`JvmpiProfiler.split_at_threshold`): the
+profiler logs each call from user code with its method's invocation count at that moment, so the calls
+made once the method had reached the threshold -- compiled by then -- are counted apart, to be priced at
+the primitive's compiled cost.  That is the use the seed proposes for JVMPI compile events (§4.2.3).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections import defaultdict
 import pandas as pd
 
 USER_PREFIX = "user."             # the application's own classes
+COMPILED = " [compiled]"          # suffix of a primitive's cost (and calls) once an adaptive JIT compiled it
 USER_BYTECODE = "bytecode (user classes)"
 USER_INVOKE = "invoke (user classes)"
 JIT_COMPILE = "JIT compile (per bytecode)"
@@ -31,19 +37,25 @@ class JvmpiProfiler:
         self.entries: dict[str, int] = defaultdict(int)          # N: every invocation
         self.top_calls: dict[str, int] = defaultdict(int)        # invocations from user code
         self.top_units: dict[str, int] = defaultdict(int)
+        # per method, each call from user code: (the method's invocation count then, units)
+        self.top_log: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.allocations_in_user = 0
         self.allocations = 0
         self.compilations: dict[str, int] = {}
         self.sizes: dict[str, int] = {}
         self.natives: set[str] = set()
         self.user_bytecodes = 0
+        self.user_log: list[tuple[int, int]] = []     # per user-code run: (its method's count then, bytecodes)
         self._user_depth = 0
+        self._last_top = 0                            # the invocation count of the last call from user code
 
     def entry(self, name: str, units: int, depth: int) -> None:
         self.entries[name] += 1
         if depth == 0:
             self.top_calls[name] += 1
             self.top_units[name] += int(units)
+            self.top_log[name].append((self.entries[name], int(units)))
+            self._last_top = self.entries[name]
 
     def allocated(self, payload: int, depth: int) -> None:
         self.allocations += 1
@@ -52,7 +64,9 @@ class JvmpiProfiler:
         self.compilations[name] = size
 
     def user_code(self, bytecodes: int) -> None:
+        """The user-class method just called from user code ran ``bytecodes`` bytecodes."""
         self.user_bytecodes += int(bytecodes)
+        self.user_log.append((self._last_top, int(bytecodes)))
 
     def application_vector(self, application: str, primitives: dict) -> pd.DataFrame:
         """``primitives``: label -> (method, unit).  Rows (application, primitive, count)."""
@@ -66,6 +80,30 @@ class JvmpiProfiler:
             rows.append({"application": application, "primitive": USER_BYTECODE, "count": float(self.user_bytecodes)})
         if user_calls:
             rows.append({"application": application, "primitive": USER_INVOKE, "count": float(user_calls)})
+        return pd.DataFrame(rows, columns=["application", "primitive", "count"])
+
+    def split_at_threshold(self, vector: pd.DataFrame, primitives: dict, threshold: int) -> pd.DataFrame:
+        """``vector`` (from :meth:`application_vector`) for an adaptive JIT of ``threshold``: a primitive's
+        calls (or units) made once its method had been invoked ``threshold`` times -- compiled then, as the
+        seed's proposed JVMPI compile events would show (§4.2.3) -- move to ``label + COMPILED``."""
+        rows = []
+        user_calls = [n for m, log in self.top_log.items() if m.startswith(USER_PREFIX) for n, _ in log]
+        for r in vector.itertuples(index=False):
+            if r.primitive == USER_BYTECODE:          # the application's own methods compile the same way
+                compiled = float(sum(b for n, b in self.user_log if n >= threshold))
+            elif r.primitive == USER_INVOKE:
+                compiled = float(sum(1 for n in user_calls if n >= threshold))
+            elif r.primitive in primitives:
+                method, unit = primitives[r.primitive]
+                compiled = float(sum(u if unit in ("char", "byte") else 1
+                                     for n, u in self.top_log[method] if n >= threshold))
+            else:
+                rows.append(r._asdict())
+                continue
+            if r.count - compiled > 0:
+                rows.append({"application": r.application, "primitive": r.primitive, "count": r.count - compiled})
+            if compiled > 0:
+                rows.append({"application": r.application, "primitive": r.primitive + COMPILED, "count": compiled})
         return pd.DataFrame(rows, columns=["application", "primitive", "count"])
 
     def method_table(self, sizes: dict[str, int], natives: set[str]) -> pd.DataFrame:
