@@ -317,3 +317,24 @@ def test_report_is_self_contained():
     assert "data:image/png;base64," in text
     assert "p &lt;b&gt;" in text
     assert "src=\"http" not in text
+
+
+def test_a_figure_worker_draws_in_another_process_and_ends_with_its_block():
+    import os
+
+    import pandas as pd
+
+    from whatif.models.flowgsp.results import generations_figure
+    from whatif.scenarios.results.figure_worker import FigureWorker
+
+    g = pd.DataFrame({"n": [1, 2], "candidates": [10, 4], "kept": [5, 1], "seconds": [0.1, 0.2]})
+    with FigureWorker() as worker:
+        png = worker.png(generations_figure, g).get(timeout=60)
+        (pid,) = [p.pid for p in worker._pool._pool]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and pid != os.getpid()
+    with pytest.raises(ZeroDivisionError):
+        with FigureWorker() as worker:
+            (pid,) = [p.pid for p in worker._pool._pool]
+            1 / 0
+    with pytest.raises(ProcessLookupError):          # killed and reaped with the block
+        os.kill(pid, 0)

@@ -122,47 +122,57 @@ class FlowGSPResults:
     # ------------------------------------------------------------------ plots
     def plot_supports(self):
         """S_w against S_f of every kept sequence, with the S_M threshold and the S_f = S_w diagonal."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6, 5))
-        df = self.table()
-        if len(df):
-            sc = ax.scatter(df.sf, df.sw, c=df["items"], s=14, cmap="viridis", alpha=0.8)
-            fig.colorbar(sc, ax=ax, label="items")
-            hi = float(max(df.sf.max(), df.sw.max())) * 1.05
-        else:
-            hi = 1.0
-        t = float(self.parameters.get("min_support", 0.0))
-        ax.plot([0, hi], [0, hi], color="grey", lw=0.8, ls=":")
-        ax.plot([0, t, t], [t, t, 0], color="red", lw=0.8, ls="--", label=f"S_M threshold {t:g}")
-        ax.set_xlabel("frequency support S_f")
-        ax.set_ylabel("weight support S_w")
-        ax.set_title("Kept sequences")
-        ax.legend(loc="upper right", fontsize=8)
-        return fig
+        return supports_figure(self.table(), float(self.parameters.get("min_support", 0.0)))
 
     def plot_generations(self):
         """Candidates and kept sequences per generation (log scale) and seconds per generation."""
-        import matplotlib
+        return generations_figure(self.generations_table())
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        g = self.generations_table()
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-        a1.bar(g.n - 0.2, g.candidates, width=0.4, label="candidates")
-        a1.bar(g.n + 0.2, g.kept, width=0.4, label="kept")
-        if len(g) and g.candidates.max() > 0:
-            a1.set_yscale("log")
-        a1.set_xlabel("generation")
-        a1.set_ylabel("sequences")
-        a1.legend()
-        a2.bar(g.n, g.seconds, color="tab:green")
-        a2.set_xlabel("generation")
-        a2.set_ylabel("seconds")
-        fig.suptitle("FlowGSP generations")
-        fig.tight_layout()
-        return fig
+# the figures as functions of plain tables, so that another process can draw them
+def supports_figure(df: pd.DataFrame, min_support: float):
+    """S_w against S_f of the sequences of ``df`` (columns sf, sw, items), with the S_M threshold and the
+    S_f = S_w diagonal."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 5))
+    if len(df):
+        sc = ax.scatter(df.sf, df.sw, c=df["items"], s=14, cmap="viridis", alpha=0.8)
+        fig.colorbar(sc, ax=ax, label="items")
+        hi = float(max(df.sf.max(), df.sw.max())) * 1.05
+    else:
+        hi = 1.0
+    t = min_support
+    ax.plot([0, hi], [0, hi], color="grey", lw=0.8, ls=":")
+    ax.plot([0, t, t], [t, t, 0], color="red", lw=0.8, ls="--", label=f"S_M threshold {t:g}")
+    ax.set_xlabel("frequency support S_f")
+    ax.set_ylabel("weight support S_w")
+    ax.set_title("Kept sequences")
+    ax.legend(loc="upper right", fontsize=8)
+    return fig
+
+
+def generations_figure(g: pd.DataFrame):
+    """Candidates and kept sequences per generation of ``g`` (log scale) and seconds per generation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    a1.bar(g.n - 0.2, g.candidates, width=0.4, label="candidates")
+    a1.bar(g.n + 0.2, g.kept, width=0.4, label="kept")
+    if len(g) and g.candidates.max() > 0:
+        a1.set_yscale("log")
+    a1.set_xlabel("generation")
+    a1.set_ylabel("sequences")
+    a1.legend()
+    a2.bar(g.n, g.seconds, color="tab:green")
+    a2.set_xlabel("generation")
+    a2.set_ylabel("seconds")
+    fig.suptitle("FlowGSP generations")
+    fig.tight_layout()
+    return fig

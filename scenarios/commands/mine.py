@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import threading
 import time
+from contextlib import nullcontext
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from whatif.models.flowgsp import EFG, FlowGSP, FlowGSPResults, Progress, read_profile
 from whatif.scenarios.errors import ScenarioError
+from whatif.models.flowgsp.results import generations_figure, supports_figure
 from whatif.scenarios.results.directory import write_results_dir
+from whatif.scenarios.results.figure_worker import FigureWorker
 from whatif.scenarios.results.report import Report, figure_png
 from whatif.scenarios.results.writer import check_results_target
 
@@ -68,51 +71,35 @@ def mine_command(profile: Path, *, gap: int = 0, window: int = 0, generations: i
     if out is not None:
         check_results_target(out)
     engine = make_engine(gap, window, generations, min_support, min_diff_support, workers, cluster)
-    preloading = preload_writers() if out is not None else None
-    efg = read_profile(profile)
-    bar = RichProgress() if progress else None
-    try:
-        results = engine.fit(efg, progress=bar)
-    finally:
-        if bar is not None:
-            bar.stop()
-    if out is not None:
-        preloading.join()
-        write_results(Path(out), results, efg, profile, t0)
+    # the report's figures are drawn by a process that loads matplotlib while the graph is mined
+    with FigureWorker() if out is not None else nullcontext() as figures:
+        efg = read_profile(profile)
+        bar = RichProgress() if progress else None
+        try:
+            results = engine.fit(efg, progress=bar)
+        finally:
+            if bar is not None:
+                bar.stop()
+        if out is not None:
+            write_results(Path(out), results, efg, profile, t0, figures)
     return results, results.to_dict(top=top)
-
-
-def preload_writers() -> threading.Thread:
-    """Import what writing a results directory needs (matplotlib, pyarrow) and draw one small figure
-    (fonts, text layout) on a thread, while the graph is read and mined: about half a second that the
-    mining kernels, which release the GIL, leave room for.  Join the thread before plotting (matplotlib
-    is not thread-safe)."""
-    def load() -> None:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import pyarrow.parquet  # noqa: F401
-
-        fig, ax = plt.subplots(figsize=(2, 2))
-        ax.bar([1, 2], [1, 10], label="warm-up")
-        ax.set_yscale("log")
-        ax.legend()
-        figure_png(fig)
-
-    thread = threading.Thread(target=load, name="whatif-preload", daemon=True)
-    thread.start()
-    return thread
 
 
 JSON_TOP = 200             # sequences by S_M in results.json
 
 
-def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, started: float) -> None:
-    """Parquet tables, results.json, figures, report.html and manifest.json, atomically."""
+def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, started: float,
+                  figures: FigureWorker | None = None) -> None:
+    """Parquet tables, results.json, figures, report.html and manifest.json, atomically; ``figures``
+    draws the figures meanwhile (else they are drawn here)."""
     params = dict(results.parameters)
+    sequences, generations = results.table(), results.generations_table()
+    drawing = [(supports_figure, (sequences, float(params.get("min_support", 0.0)))),
+               (generations_figure, (generations,))]
+    # each figure as a function that returns its PNG once drawn (by the worker, or here)
+    fig_s, fig_g = ([figures.png(make, *args).get for make, args in drawing] if figures is not None
+                    else [cache(lambda make=make, args=args: figure_png(make(*args))) for make, args in drawing])
     summary = results.summary(top=50)
-    fig_s = figure_png(results.plot_supports())          # rendered once: report and file
-    fig_g = figure_png(results.plot_generations())
 
     def report(rep: Report) -> None:
         rep.summary(summary)                # what the terminal printed
@@ -123,10 +110,10 @@ def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, s
                       "minimum normalised edge frequency (S_f) and vertex weight (S_w).", note=True)
         rep.heading("Top sequences by S_M")
         rep.table(summary.tables["sequences"])
-        rep.figure(fig_s, "S_w against S_f of the kept sequences")
+        rep.figure(fig_s(), "S_w against S_f of the kept sequences")
         rep.heading("Generations")
         rep.table(summary.tables["generations"])
-        rep.figure(fig_g, "Candidates, kept sequences and seconds per generation")
+        rep.figure(fig_g(), "Candidates, kept sequences and seconds per generation")
 
     # results.json holds the top sequences (every kept one is in sequences.parquet: a profile can keep
     # 10^5 of them); the tables hold no host timing, so identical runs write identical tables
@@ -134,8 +121,8 @@ def write_results(out: Path, results: FlowGSPResults, efg: EFG, profile: Path, s
                       results={**results.to_dict(top=JSON_TOP), "sequences_kept": len(results.sequences),
                                "all_sequences": "sequences.parquet", "parameters": params,
                                "graph": dict(results.graph)},
-                      started=started, tables={"sequences": results.table(),
-                                               "generations": results.generations_table().drop(columns="seconds")},
+                      started=started, tables={"sequences": sequences,
+                                               "generations": generations.drop(columns="seconds")},
                       figures={"supports": fig_s, "generations": fig_g}, report=report, parameters=params,
                       rates={"candidates_per_s": results.n_candidates / max(results.seconds, 1e-9),
                              "vertices": efg.n_vertices},

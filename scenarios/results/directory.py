@@ -25,7 +25,8 @@ from whatif.scenarios.results.manifest import build_manifest
 from whatif.scenarios.results.report import Report
 from whatif.scenarios.results.writer import MANIFEST, ResultsWriter
 
-Figure = bytes | tuple[bytes, str]          # PNG bytes, or (PNG bytes, caption)
+# PNG bytes, or (PNG bytes, caption); or a function that returns them (a figure still being drawn elsewhere)
+Figure = bytes | tuple[bytes, str] | Callable[[], bytes]
 
 
 def write_results_dir(out: str | Path, *, title: str, study: str, results: Any, started: float,
@@ -40,20 +41,23 @@ def write_results_dir(out: str | Path, *, title: str, study: str, results: Any, 
     manifest = build_manifest(study=study, seed=seed, parameters=parameters,
                               host_seconds=time.perf_counter() - started, scenario=scenario,
                               platforms=platforms, rates=rates, extra=extra)
-    rep = Report(title)
-    if description:
-        rep.paragraph(description)
-    if report is not None:
-        report(rep)
-    rep.provenance(manifest)
     with ResultsWriter(out, csv=csv) as w:
         for name, df in (tables or {}).items():
             w.table(name, df)
-        for name, fig in (figures or {}).items():
-            w.figure(name, fig[0] if isinstance(fig, tuple) else fig)
         for name, data in (files or {}).items():
             w.bytes(name, data)
         w.json("results.json", results)
+        # the figures and the report after the tables: a figure drawn by another process has had the
+        # time the tables took
+        for name, fig in (figures or {}).items():
+            fig = fig() if callable(fig) else fig
+            w.figure(name, fig[0] if isinstance(fig, tuple) else fig)
+        rep = Report(title)
+        if description:
+            rep.paragraph(description)
+        if report is not None:
+            report(rep)
+        rep.provenance(manifest)
         w.text("report.html", rep.html())
         w.json(MANIFEST, {**manifest, "files": [*w.files, MANIFEST]})
     return Path(out)
