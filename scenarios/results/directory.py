@@ -47,17 +47,17 @@ def write_results_dir(out: str | Path, *, title: str, study: str, results: Any, 
         for name, data in (files or {}).items():
             w.bytes(name, data)
         w.json("results.json", results)
-        # the figures and the report after the tables: a figure drawn by another process has had the
-        # time the tables took
-        for name, fig in (figures or {}).items():
-            fig = fig() if callable(fig) else fig
-            w.figure(name, fig[0] if isinstance(fig, tuple) else fig)
+        # the report and the figures after the tables: a figure drawn by another process has had the
+        # time the tables took (and a report may hand its figures over as it renders them)
         rep = Report(title)
         if description:
             rep.paragraph(description)
         if report is not None:
             report(rep)
         rep.provenance(manifest)
+        for name, fig in (figures or {}).items():
+            fig = fig() if callable(fig) else fig
+            w.figure(name, fig[0] if isinstance(fig, tuple) else fig)
         w.text("report.html", rep.html())
         w.json(MANIFEST, {**manifest, "files": [*w.files, MANIFEST]})
     return Path(out)
