@@ -26,6 +26,7 @@ from numba import njit
 
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.wordops import ctz as _ctz
+from whatif.simulator.wordops import MappedReader
 from whatif.simulator.wordops import load8 as _load8
 
 KIND_LETTERS = np.frombuffer(b"ILSM", np.uint8).copy()    # kind code -> letter (0 I, 1 L, 2 S, 3 M)
@@ -222,7 +223,7 @@ def scan(buf, pos, addrs, sizes, kinds, line_no, hexval, kindval, kind2):
     return pos, rec, line_no, 0
 
 
-class LackeyReader:
+class LackeyReader(MappedReader):
     """A lackey text file read chunk by chunk (a context manager; ``close()`` releases the map)."""
 
     def __init__(self, path: str | Path):
@@ -258,17 +259,6 @@ class LackeyReader:
         if self._map is not None and stop > start and hasattr(self._map, "madvise"):
             self._map.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
-    def close(self) -> None:
-        self._buf = np.zeros(0, np.uint8)             # drop the view before the map it points into
-        if self._map is not None:
-            self._map.close()
-            self._map = None
-
-    def __enter__(self) -> "LackeyReader":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 # ---------------------------------------------------------------------------------------- writing

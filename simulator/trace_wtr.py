@@ -42,6 +42,7 @@ from numba import njit
 
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.wordops import ctz as _ctz
+from whatif.simulator.wordops import MappedReader
 from whatif.simulator.wordops import load8 as _load8
 
 MAGIC = b"WHATIFTR"
@@ -346,7 +347,7 @@ def check_records(sizes: np.ndarray, kinds: np.ndarray, where: str, first: int =
 
 
 # ---------------------------------------------------------------------------------------- reading
-class WtrReader:
+class WtrReader(MappedReader):
     """A ``.wtr`` file (v1 or v2) read chunk by chunk over a memory map (a context manager)."""
 
     def __init__(self, path: str | Path):
@@ -434,14 +435,3 @@ class WtrReader:
             self._map.madvise(mmap.MADV_DONTNEED, self._released, stop - self._released)
             self._released = stop
 
-    def close(self) -> None:
-        self._buf = np.zeros(0, np.uint8)
-        if self._map is not None:
-            self._map.close()
-            self._map = None
-
-    def __enter__(self) -> "WtrReader":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -1,9 +1,11 @@
 """Word-at-a-time byte operations for the numba trace readers (:mod:`simulator.trace_lackey`,
 :mod:`simulator.trace_wtr`): an unaligned 8-byte load and a trailing-zero count, each one machine
-instruction.  (A change here does not invalidate the readers' numba caches: clear ``__pycache__``.)"""
+instruction.  (A change here does not invalidate the readers' numba caches: clear ``__pycache__``.)
+Also the readers' common ending: :class:`MappedReader`."""
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -32,3 +34,23 @@ def ctz(typingctx, x):
     def codegen(context, builder, sig, args):
         return builder.zext(builder.cttz(args[0], ir.Constant(ir.IntType(1), 0)), ir.IntType(64))
     return types.int64(types.uint64), codegen
+
+
+class MappedReader:
+    """What the memory-mapped trace readers share: ``close()`` (the array view goes before the map it
+    points into) and use as a context manager.  Subclasses set ``_buf`` and ``_map``."""
+
+    _buf: np.ndarray
+    _map = None
+
+    def close(self) -> None:
+        self._buf = np.zeros(0, np.uint8)
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
