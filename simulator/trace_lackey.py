@@ -260,7 +260,6 @@ class LackeyReader(MappedReader):
             self._map.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
 
-
 # ---------------------------------------------------------------------------------------- writing
 @njit(cache=True, nogil=True)
 def _format(addrs, sizes, kinds, out):
