@@ -332,6 +332,26 @@ for id, changes, *fragments in [
          "platforms", "at least two platforms"),
         ("user-over-s1-negative", [("user_over_s1 = [0.11, 0.18]", "user_over_s1 = [-0.11]")], "user_over_s1")]:
     scenario(f"hbench-os-{id}", fx.HBENCH_OS, changes, *fragments)
+JVMS = "jvms = [\"jdk122-classic\", \"msjvm-sdk32\", \"jdk122-interp\", \"jdk121-prod\"]"
+for id, changes, *fragments in [
+        ("jvm-unknown", [(JVMS, JVMS.replace("msjvm-sdk32", "kaffe"))], "hbench-java.jvms", "kaffe"),
+        ("jvm-twice", [(JVMS, JVMS.replace("msjvm-sdk32", "jdk122-classic"))], "jvms", "twice"),
+        ("application-unknown", [("\"Mercator\", \"db\"]", "\"Mercator\", \"Eclipse\"]")],
+         "hbench-java.applications", "Eclipse"),
+        ("no-applications", [("applications = [\"WebL\", \"Cloudscape\", \"Mercator\", \"db\"]",
+                              "applications = []")], "applications"),
+        ("specjvm98-unknown", [("\"mtrt\", \"jack\"]", "\"mtrt\", \"raytrace\"]")], "hbench-java.specjvm98",
+         "raytrace"),
+        ("reference-unknown", [("reference = \"jdk122-classic@mpc7447a\"", "reference = \"jdk122-classic@z10\"")],
+         "hbench-java.reference", "jdk122-classic@z10"),
+        ("scale-zero", [("scale = 0.1 ", "scale = 0 ")], "scale"),
+        ("spec-scale-above-one", [("spec_scale = 0.01", "spec_scale = 2")], "spec_scale"),
+        ("timer-resolution-negative", [("timer_resolution_us = 0.1", "timer_resolution_us = -0.1")],
+         "timer_resolution_us"),
+        ("transfer-units-zero", [("transfer_units = 8192", "transfer_units = 0")], "transfer_units"),
+        ("class-bytes-tiny", [("class_bytes = 2048 ", "class_bytes = 8 ")], "class_bytes"),
+        ("unknown-field", [("class_bytes = 2048 ", "class_bytes = 2048\nwarm = true ")], "warm")]:
+    scenario(f"hbench-java-{id}", fx.HBENCH_JAVA, changes, *fragments)
 for id, changes, *fragments in [
         ("clients-billion", [("clients = [50, 200, 400, 600, 800]", "clients = [50, 1_000_000_000]")],
          "capacity", "clients", "less than or equal to 100000"),
@@ -753,6 +773,7 @@ for kind, base, platforms in [("simulate", fx.SIMULATE, "platforms = [\"nehalem\
                               ("hbench-os", fx.HBENCH_OS,
                                "platforms = [\"mpc7447a\", \"harpertown\", \"nehalem\", \"westmere\", \"z10\"]"),
                               ("capacity", fx.CAPACITY, "platforms = [\"mpc7447a\"]"),
+                              ("hbench-java", fx.HBENCH_JAVA, "platforms = [\"mpc7447a\", \"harpertown\", \"westmere\"]"),
                               ("flowgsp", fx.FLOWGSP, "platforms = [\"z10\"]")]:
     last = len(platforms.split(",")) - 1
     scenario(f"{kind}-platforms-unknown", base,
