@@ -64,6 +64,15 @@ def add_report(rep: Report, results: dict, tables: dict[str, pd.DataFrame], fig:
     rep.paragraph(f"Simulated share of the running time inside system-class calls on {ref}, beside the seed's "
                   "hprof figures (JDK 1.2.2).")
     rep.table(tables["time_split"])
+    rep.heading("Where the vectors miss: each primitive in the application against its microbenchmark")
+    rep.paragraph("The microbenchmarks time each primitive in a warm loop; in an application its calls find the "
+                  "caches, TLBs and predictors as the rest of the program left them (seed 003 §3.1.1.2).  Per "
+                  "primitive: the predicted µs against the cycles its calls took in the run (JIT compilations "
+                  "apart), as the prediction error in %, per configuration.")
+    ctx = tables["in_application"]
+    for app, g in ctx.groupby("application", sort=False):
+        wide = g.pivot(index="primitive", columns="configuration", values="error_pct")
+        rep.table(wide[list(dict.fromkeys(g.configuration))].reset_index(), caption=f"{app}: prediction error (%)")
     rep.heading("Breakdowns on the reference")
     b = tables["breakdown"]
     for app, g in b[b.configuration == ref].groupby("application", sort=False):

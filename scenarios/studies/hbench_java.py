@@ -26,7 +26,9 @@ simulated - 1| over the other configurations.
 
 Tables: ``system_vectors``, ``application_vectors``, ``methods`` (N and S), ``runs`` (every application
 run: times and split), ``speeds``, ``important_primitives`` (Tables 4-3/4-4), ``time_split`` (Tables
-4-5/4-6 with the seed's figures), ``breakdown``.
+4-5/4-6 with the seed's figures), ``breakdown``, ``in_application`` (per application, configuration and
+primitive -- API primitives, ``user code``, the JIT -- the predicted µs against the cycles its calls took
+in the application's run: where the warm-loop microbenchmarks' context independence fails, §3.1.1.2).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from whatif.scenarios.render.hbench_java import add_report, speeds_figure
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.jvm.apps import run_application
+from whatif.simulator.jvm.apps import USER_CODE, run_application
 from whatif.simulator.jvm.microbench import primitive_table, system_vector
 from whatif.simulator.jvm.profiler import COMPILED, JIT_COMPILE, USER_BYTECODE, USER_INVOKE, jit_bytecodes
 from whatif.simulator.jvm.spec import load_applications, load_jvms
@@ -100,6 +102,30 @@ def hbench_java_task(item: dict, shared: dict, progress=None) -> dict:
     if progress is not None:
         progress(1)
     return out
+
+
+def _element_primitive(element: str) -> str:
+    """The primitive a breakdown element prices (its compiled and interpreted costs, user code, the JIT)."""
+    if element.endswith(COMPILED):
+        element = element[:-len(COMPILED)]
+    if element in (USER_BYTECODE, USER_INVOKE):
+        return USER_CODE
+    return JIT_COMPILE if element.startswith(JIT_COMPILE) else element
+
+
+def _in_application(app: str, label: str, breakdown: pd.DataFrame, in_app: pd.DataFrame) -> list[dict]:
+    """Per primitive of ``app`` on ``label``: what the vectors predicted (µs) against what its calls took in
+    the application's run -- where the microbenchmarks' context independence (§3.1.1.2) fails."""
+    predicted = breakdown.groupby(breakdown["element"].map(_element_primitive))["total"].sum()
+    spent = in_app.set_index("primitive")
+    rows = []
+    for prim in dict.fromkeys([*predicted.index, *spent.index]):
+        p = float(predicted.get(prim, 0.0))
+        a = 1e6 * float(spent["seconds"].get(prim, 0.0))
+        rows.append({"application": app, "configuration": label, "primitive": prim,
+                     "calls": int(spent["calls"].get(prim, 0)), "predicted_us": p, "in_application_us": a,
+                     "error_pct": 100 * (p - a) / a if a else float("nan")})
+    return rows
 
 
 def _tau(a, b) -> float:
@@ -186,6 +212,7 @@ class HbenchJavaStudy(StudyKind):
         api_vectors = plain[~plain.primitive.isin(ENGINE)]
         primitives = primitive_table()
         results_apps, speed_rows, important_rows, breakdowns, app_vectors, method_tables = {}, [], [], [], [], []
+        context_rows: list[dict] = []
         for app in spec.applications:
             ref_run = runs[(reference, app)]
             av = ref_run["application_vector"]
@@ -218,6 +245,7 @@ class HbenchJavaStudy(StudyKind):
                                                          "total": jn * float(jit_cost[lab])}])], ignore_index=True)
                 table["percentage"] = 100 * table["total"] / table["total"].sum()
                 breakdowns.append(table.assign(application=app, configuration=lab))
+                context_rows += _in_application(app, lab, table, runs[(lab, app)]["in_application"])
             speeds = {}
             for lab in labels:
                 sim = runs[(reference, app)]["seconds"] / runs[(lab, app)]["seconds"]
@@ -252,7 +280,8 @@ class HbenchJavaStudy(StudyKind):
         tables = {"system_vectors": vectors, "application_vectors": pd.concat(app_vectors, ignore_index=True),
                   "methods": pd.concat(method_tables, ignore_index=True), "runs": pd.DataFrame(run_rows),
                   "speeds": pd.DataFrame(speed_rows), "important_primitives": pd.DataFrame(important_rows),
-                  "time_split": pd.DataFrame(split), "breakdown": pd.concat(breakdowns, ignore_index=True)}
+                  "time_split": pd.DataFrame(split), "breakdown": pd.concat(breakdowns, ignore_index=True),
+                  "in_application": pd.DataFrame(context_rows)}
         results = {"configurations": labels, "reference": reference, "applications": results_apps,
                    "specjvm98": composite, "summary": summary}
         fig = figure_png(speeds_figure(tables["speeds"], reference))

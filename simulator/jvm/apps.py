@@ -21,7 +21,7 @@ import pandas as pd
 
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.jvm.microbench import primitive_table
-from whatif.simulator.jvm.profiler import USER_PREFIX, JvmpiProfiler, jit_bytecodes
+from whatif.simulator.jvm.profiler import JIT_COMPILE, USER_PREFIX, JvmpiProfiler, jit_bytecodes
 from whatif.simulator.jvm.spec import ApplicationSpec, MethodSpec, application as app_spec, jvm as jvm_spec
 from whatif.simulator.jvm.vm import JavaVM
 from whatif.simulator.platform import Platform
@@ -29,6 +29,7 @@ from whatif.simulator.platform import Platform
 ZIPF = 1.1                      # invocation skew over user methods (estimate)
 SIZE_SIGMA = 0.6                # log-normal spread of user method sizes (estimate)
 MAX_EVENTS = 5_000_000
+USER_CODE = "user code"      # the application's own methods, in the in-application costs
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,23 @@ def run_application(platform: Platform, jvm: str, name: str, scale: float = 1.0,
     vm = JavaVM(platform, jvm, seed=seed if run_seed is None else run_seed, class_bytes=app.class_bytes,
                 profiler=prof, extra_methods=prog.methods)
     system = user = 0
+    # cycles each primitive (and the user code) took inside the run, JIT compilations apart: the system
+    # vector in context, against the microbenchmarks' warm loops
+    in_app: dict[str, list[int]] = {}
+    label_of = {m: label for label, (m, _) in primitive_table().items()}
     for kind, method, units in prog.events:
-        before = vm.cycles
+        before, jit_before = vm.cycles, vm.jit_cycles
         vm.invoke(method, units)
+        spent = vm.cycles - before
         if kind == "api":
-            system += vm.cycles - before
+            system += spent
         else:
             prof.user_code(prog.methods[method].bytecodes)
-            user += vm.cycles - before
+            user += spent
+        acc = in_app.setdefault(label_of[method] if kind == "api" else USER_CODE, [0, 0, 0])
+        acc[0] += 1
+        acc[1] += units
+        acc[2] += spent - (vm.jit_cycles - jit_before)
     spec = jvm_spec(jvm)
     methods = prof.method_table({k: v.size for k, v in vm.methods.items()},
                                 {k for k, v in vm.methods.items() if v.native})
@@ -116,4 +126,8 @@ def run_application(platform: Platform, jvm: str, name: str, scale: float = 1.0,
             "calls": prog.calls, "units": prog.units, "user_bytecodes": prog.user_bytecodes,
             "user_invocations": prog.user_invocations,
             "application_vector": prof.application_vector(name, primitive_table()), "methods": methods,
+            "in_application": pd.DataFrame(
+                [{"primitive": k, "calls": c, "units": u, "seconds": vm.seconds(cy)} for k, (c, u, cy) in in_app.items()]
+                + [{"primitive": JIT_COMPILE, "calls": len(vm.compiled), "units": vm.compiled_bytecodes,
+                    "seconds": vm.seconds(vm.jit_cycles)}], columns=["primitive", "calls", "units", "seconds"]),
             "profiler": prof}
