@@ -59,13 +59,25 @@ def test_prediction_is_the_dot_product_plus_jit(study):
     systems = pd.read_parquet(out / "system_vectors.parquet")
     apps = pd.read_parquet(out / "application_vectors.parquet")
     b = pd.read_parquet(out / "breakdown.parquet")
+    functions = pd.read_parquet(out / "cost_functions.parquet")
+    sizes = pd.read_parquet(out / "size_distributions.parquet")
     for app in ("WebL", "Mercator"):
         av = apps[apps.application == app].set_index("primitive")["count"]
+        n_of_s = sizes[sizes.application == app]
+        assert set(n_of_s.primitive) == ({"BufferedReader.read()", "StringBuffer.append()", "Class.forName()",
+                                          "ClassLoader.loadClass()"} if app == "WebL" else
+                                         {"SocketInputStream.read()", "StringBuffer.append()"}) | {
+                                            "bytecode (user classes)"}
+        av = av.drop(list(set(n_of_s.primitive)))       # per-unit primitives: C(s) x N(s), calls at each size
         for conf in doc["configurations"]:
             cost = systems[systems.system == conf].set_index("primitive")["cost"]
             sel = b[(b.application == app) & (b.configuration == conf)]
             jit = sel[sel.element.str.startswith("JIT compile")]
-            dot = float((av * cost[av.index]).sum()) + float(jit.total.iloc[0])
+            sized = 0.0
+            for r in n_of_s.itertuples():
+                f = functions[(functions.system == conf) & (functions.primitive == r.primitive)].sort_values("size")
+                sized += float(np.interp(r.size, f["size"], f["cost"])) * r.count
+            dot = float((av * cost[av.index]).sum()) + sized + float(jit.total.iloc[0])
             assert doc["applications"][app]["speeds"][conf]["predicted_seconds"] == pytest.approx(dot * 1e-6)
             assert float(jit.system_vector.iloc[0]) == pytest.approx(cost["JIT compile (per bytecode)"])
             assert sel.percentage.sum() == pytest.approx(100)

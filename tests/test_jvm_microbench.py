@@ -5,6 +5,7 @@ cost against the cycles of one warm call on the core."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import OP_JUMP, isa_for
 from whatif.simulator.jvm.code import DISPATCH, HANDLERS, JvmCode
-from whatif.simulator.jvm.microbench import primitive_table, system_vector
+from whatif.simulator.jvm.microbench import class_loading_primitives, cost_functions, primitive_table, system_vector
 from whatif.simulator.jvm.profiler import COMPILED, USER_BYTECODE
 from whatif.simulator.jvm.spec import jvm as jvm_spec, load_methods
 from whatif.simulator.jvm.vm import JavaVM
@@ -180,3 +181,40 @@ def test_an_adaptive_jit_is_measured_interpreted_and_compiled():
     assert vec.loc["String.charAt()" + COMPILED, "per_call_us"] == pytest.approx(per_call_us, rel=0.15)
     classic = system_vector(platform, "jdk122-classic", QUICK, primitives=labels)
     assert not classic.primitive.str.endswith(COMPILED).any()      # a first-call JIT: one cost
+
+
+def test_cost_functions_are_per_call_costs_at_each_size():
+    """C(s): µs per call with s units -- the cycles of warm calls at that size; a call's fixed part shows
+    as C(s)/s falling with s, and under an adaptive JIT each size is measured compiled too."""
+    platform = load_platform(PLATFORM)
+    sizes = (8, 512, 4096)
+    # (measurements move 8 K units: BufferedReader refills its 8 K-char buffer once per 8 K chars)
+    f = cost_functions(platform, "jdk121-prod", replace(QUICK, transfer_bytes=8192), sizes=sizes,
+                       class_sizes=(1024, 8192), footprints=(80, 5120))
+    per_unit = {label for label, (_, unit) in primitive_table().items() if unit in ("char", "byte")}
+    loading = set(class_loading_primitives())
+    assert loading == {"Class.forName()", "ClassLoader.loadClass()"}
+    sized = per_unit | loading | {USER_BYTECODE}
+    assert set(f.primitive) == sized | {p + COMPILED for p in sized}
+    assert len(f) == 2 * (len(per_unit) * len(sizes) + len(loading) * 2 + 2)
+    for prim, g in f.groupby("primitive"):
+        c = g.set_index("size")["cost"]
+        if prim.split(" [")[0] in loading:              # parsing, verifying, resolving more bytes
+            assert c[8192] > 2 * c[1024], prim
+            continue
+        if prim.startswith(USER_BYTECODE):              # 64 methods' code no longer fits the 32 KB L1I
+            assert c[5120] > (1.1 if prim.endswith(COMPILED) else 0.8) * c[80], prim
+            continue
+        assert c.is_monotonic_increasing or prim.startswith("Socket"), prim
+        assert c[8] / 8 > c[4096] / 4096, prim                  # the fixed part, amortised
+    f = cost_functions(platform, "jdk122-classic", replace(QUICK, transfer_bytes=8192), sizes=(64,))
+    vm = JavaVM(platform, "jdk122-classic")
+    method = primitive_table()["StringBuffer.append()"][0]
+    for _ in range(QUICK.warmup_calls):
+        vm.invoke(method, 64)
+    c0 = vm.cycles
+    for _ in range(10):
+        vm.invoke(method, 64)
+    want = (vm.cycles - c0) / 10 / (platform.clock_ghz * 1e3)
+    got = f[(f.primitive == "StringBuffer.append()") & (f["size"] == 64)]["cost"].iloc[0]
+    assert got == pytest.approx(want, rel=0.15)

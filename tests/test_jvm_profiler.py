@@ -8,7 +8,7 @@ import pytest
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.jvm.apps import program, run_application
 from whatif.simulator.jvm.microbench import primitive_table
-from whatif.simulator.jvm.profiler import COMPILED, USER_BYTECODE, USER_INVOKE, jit_bytecodes
+from whatif.simulator.jvm.profiler import COMPILED, USER_BYTECODE, USER_INVOKE, jit_bytecodes, user_footprint
 from whatif.simulator.jvm.spec import application, jvm as jvm_spec
 from whatif.simulator.platform import load_platform
 
@@ -38,9 +38,10 @@ def test_n_counts_nested_invocations(runs):
     calls = r["calls"]
     assert n["java.lang.ClassLoader.loadClass"] == calls["Class.forName()"] + calls["ClassLoader.loadClass()"]
     assert r["classes_loaded"] == n["java.lang.ClassLoader.loadClass"]
-    # a 1 K read every call; one fill (convert 8 K chars) per 8 K chars read
+    # a 1 K read every call; a fill (convert 8 K chars) whenever a read finds the 8 K buffer empty: the
+    # first read's included
     assert n["java.io.BufferedReader.read"] == calls["BufferedReader.read()"]
-    assert n.get("sun.io.ByteToCharSingleByte.convert", 0) == calls["BufferedReader.read()"] * 1024 // 8192
+    assert n["sun.io.ByteToCharSingleByte.convert"] == -(-calls["BufferedReader.read()"] * 1024 // 8192) >= 1
 
 
 @pytest.mark.parametrize("jvm", ["jdk122-classic", "jdk121-prod"])
@@ -99,3 +100,33 @@ def test_an_adaptive_jits_calls_split_at_the_threshold(runs):
     assert not any(p.endswith(COMPILED) for p in prof.split_at_threshold(av, table, 10**9).primitive)
     assert all(p.endswith(COMPILED) or p not in total.index or total[p] == 0
                for p in prof.split_at_threshold(av, table, 1).primitive)
+
+
+def test_the_size_distribution_is_the_programs_calls_by_size(runs):
+    """N(s) of the per-unit primitives: every call from user code at the size it was made with; under an
+    adaptive JIT the calls past the threshold apart, the total unchanged."""
+    prog = program(application("WebL"), 0.02, seed=3)
+    table = primitive_table()
+    prof = runs["jdk122-classic"]["profiler"]
+    loading = ("Class.forName()", "ClassLoader.loadClass()")
+    dist = prof.size_distribution("WebL", table, class_loading=loading)
+    spec = application("WebL")
+    for r in dist.itertuples():
+        # per-unit primitives by their units; class loading by the bytes of the class each call loaded
+        want = spec.class_bytes if r.primitive in loading else spec.uses[r.primitive].units
+        assert r.size == want and r.count == prog.calls[r.primitive], r.primitive
+    assert set(dist.primitive) == {k for k in prog.calls if table[k][1] in ("char", "byte") or k in loading}
+    split = runs["jdk121-prod"]["profiler"].size_distribution("WebL", table, threshold=2, class_loading=loading)
+    # the application's own bytecodes at its code working set (Σ S of the user methods that ran)
+    footprint = user_footprint(runs["jdk122-classic"]["methods"])
+    assert footprint == sum(m.size for m in prog.methods.values())
+    mine = prof.size_distribution("WebL", table, class_loading=loading, user_footprint=footprint)
+    user = mine[mine.primitive == USER_BYTECODE]
+    assert list(user["size"]) == [footprint] and user["count"].sum() == prog.user_bytecodes
+    both = runs["jdk121-prod"]["profiler"].size_distribution("WebL", table, 50, loading, footprint)
+    assert both[both.primitive.str.startswith(USER_BYTECODE)]["count"].sum() == prog.user_bytecodes
+    assert set(both.primitive) >= {USER_BYTECODE, USER_BYTECODE + COMPILED}
+    for prim, n in dist.groupby("primitive")["count"].sum().items():
+        both = split[split.primitive.isin([prim, prim + COMPILED])]["count"].sum()
+        assert both == n
+        assert split[split.primitive == prim]["count"].sum() == min(n, 1)     # the first call is below 2

@@ -6,7 +6,9 @@ vector (:mod:`simulator.jvm.microbench`) and every application and SPECjvm98 pro
 (:mod:`simulator.jvm.apps`): its simulated running time is the ground truth.  The JVMPI-style profile of
 each application's run on the reference configuration gives its application vector and the N and S of
 J(N, S).  Predicted time on a configuration = application vector · system vector + J(N, S) × the
-configuration's measured compile cost per bytecode (``hbench``); under an adaptive JIT the application
+configuration's measured compile cost per bytecode (``hbench``), a per-unit primitive (chars, bytes)
+priced by its microbenchmarked per-call cost C(s) at the sizes the profile saw it called with, N(s)
+(§4.2.2: "extrapolate the running time based on the actual parameters"); under an adaptive JIT the application
 vector is split at the JIT's threshold (calls made once a method had been invoked ``threshold`` times
 are priced at the primitive's compiled cost, the seed's §4.2.3 compile events); the seed's prototype, system classes
 only, is reported beside it (``system_classes``); and the SPECjvm98-style composite -- the geometric mean
@@ -24,7 +26,8 @@ simulated - 1| over the other configurations.
                             "important": [primitive...], "system_share": s}},
      "specjvm98": {label: composite}, "summary": {predictor: {"min_tau", "mean_error_pct"}}}
 
-Tables: ``system_vectors``, ``application_vectors``, ``methods`` (N and S), ``runs`` (every application
+Tables: ``system_vectors``, ``cost_functions`` (C(s), µs per call), ``application_vectors``,
+``size_distributions`` (N(s), calls), ``methods`` (N and S), ``runs`` (every application
 run: times and split), ``speeds``, ``important_primitives`` (Tables 4-3/4-4), ``time_split`` (Tables
 4-5/4-6 with the seed's figures), ``breakdown``, ``in_application`` (per application, configuration and
 primitive -- API primitives, ``user code``, the JIT -- the predicted µs against the cycles its calls took
@@ -47,8 +50,9 @@ from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.jvm.apps import USER_CODE, run_application
-from whatif.simulator.jvm.microbench import primitive_table, system_vector
-from whatif.simulator.jvm.profiler import COMPILED, JIT_COMPILE, USER_BYTECODE, USER_INVOKE, jit_bytecodes
+from whatif.simulator.jvm.microbench import class_loading_primitives, cost_functions, primitive_table, system_vector
+from whatif.simulator.jvm.profiler import (COMPILED, JIT_COMPILE, USER_BYTECODE, USER_INVOKE, jit_bytecodes,
+                                          user_footprint)
 from whatif.simulator.jvm.spec import load_applications, load_jvms
 from whatif.simulator.os.microbench import MicrobenchSettings
 from whatif.simulator.platform import load_platform
@@ -95,7 +99,9 @@ def hbench_java_task(item: dict, shared: dict, progress=None) -> dict:
         settings = MicrobenchSettings(timer_resolution_s=shared["resolution"], min_ticks=shared["min_ticks"],
                                       repetitions=shared["repetitions"], transfer_bytes=shared["transfer"])
         out = {"vector": system_vector(platform, item["jvm"], settings, seed=item["seed"],
-                                       class_bytes=shared["class_bytes"])}
+                                       class_bytes=shared["class_bytes"]),
+               "functions": cost_functions(platform, item["jvm"], settings, seed=item["seed"],
+                                           class_bytes=shared["class_bytes"])}
     else:
         out = run_application(platform, item["jvm"], item["app"], item["scale"], seed=shared["seed"],
                               run_seed=item["seed"])
@@ -197,6 +203,9 @@ class HbenchJavaStudy(StudyKind):
         jvms = load_jvms()
         vectors = pd.concat([o["vector"].assign(system=i["label"]) for i, o in zip(items, outs)
                              if i["kind"] == "vector"], ignore_index=True)
+        functions = pd.concat([o["functions"].assign(system=i["label"]) for i, o in zip(items, outs)
+                               if i["kind"] == "vector"], ignore_index=True)
+        plain_functions = functions[~functions.primitive.str.endswith(COMPILED)]
         runs = {(i["label"], i["app"]): o for i, o in zip(items, outs) if i["kind"] == "app"}
         run_rows = [{"configuration": lab, "application": a, "seconds": o["seconds"],
                      "system_seconds": o["system_seconds"], "user_seconds": o["user_seconds"],
@@ -211,18 +220,26 @@ class HbenchJavaStudy(StudyKind):
         plain = vectors[~vectors.primitive.str.endswith(COMPILED)]      # one cost a primitive
         api_vectors = plain[~plain.primitive.isin(ENGINE)]
         primitives = primitive_table()
+        loading = class_loading_primitives()
         results_apps, speed_rows, important_rows, breakdowns, app_vectors, method_tables = {}, [], [], [], [], []
         context_rows: list[dict] = []
+        size_tables: list[pd.DataFrame] = []
         for app in spec.applications:
             ref_run = runs[(reference, app)]
             av = ref_run["application_vector"]
             app_vectors.append(av)
             methods = ref_run["methods"]
             method_tables.append(methods.assign(application=app))
-            full = VectorModel(reference=reference).fit(plain[plain.primitive != JIT_COMPILE], av,
-                                                        source="hbench-java")
-            sys_only = VectorModel(reference=reference).fit(api_vectors, av[~av.primitive.isin(ENGINE)],
-                                                            source="hbench-java")
+            # per-unit primitives at the sizes the application called them with: C(s) against N(s)
+            footprint = user_footprint(methods)
+            sizes = ref_run["profiler"].size_distribution(app, primitives, class_loading=loading,
+                                                          user_footprint=footprint)
+            size_tables.append(sizes)
+            full = VectorModel(reference=reference).fit(plain[plain.primitive != JIT_COMPILE], av, plain_functions,
+                                                        sizes, source="hbench-java")
+            sys_only = VectorModel(reference=reference).fit(
+                api_vectors, av[~av.primitive.isin(ENGINE)], plain_functions[~plain_functions.primitive.isin(ENGINE)],
+                sizes[~sizes.primitive.isin(ENGINE)], source="hbench-java")
             pred_full = full.predictions.set_index("system")["predicted"]
             pred_sys = sys_only.predictions.set_index("system")["predicted"]
             predicted = {}
@@ -235,7 +252,10 @@ class HbenchJavaStudy(StudyKind):
                     # priced at its compiled cost (the profile's invocation counts; §4.2.3's compile events)
                     split = ref_run["profiler"].split_at_threshold(av, primitives, j.jit.threshold)
                     mine = vectors[(vectors.system == lab) & (vectors.primitive != JIT_COMPILE)]
-                    model = VectorModel(reference=lab).fit(mine, split, source="hbench-java")
+                    model = VectorModel(reference=lab).fit(
+                        mine, split, functions[functions.system == lab],
+                        ref_run["profiler"].size_distribution(app, primitives, j.jit.threshold, loading, footprint),
+                        source="hbench-java")
                     base = float(model.predictions.set_index("system")["predicted"][lab])
                 predicted[lab] = base + jn * float(jit_cost[lab])
                 table = model.table(app, lab)
@@ -277,7 +297,9 @@ class HbenchJavaStudy(StudyKind):
         summary = {p: {"min_tau": min(v["kendall_tau"][p] for v in results_apps.values()),
                        "mean_error_pct": float(np.mean([v["mean_error_pct"][p] for v in results_apps.values()]))}
                    for p in PREDICTORS}
-        tables = {"system_vectors": vectors, "application_vectors": pd.concat(app_vectors, ignore_index=True),
+        tables = {"system_vectors": vectors, "cost_functions": functions,
+                  "application_vectors": pd.concat(app_vectors, ignore_index=True),
+                  "size_distributions": pd.concat(size_tables, ignore_index=True),
                   "methods": pd.concat(method_tables, ignore_index=True), "runs": pd.DataFrame(run_rows),
                   "speeds": pd.DataFrame(speed_rows), "important_primitives": pd.DataFrame(important_rows),
                   "time_split": pd.DataFrame(split), "breakdown": pd.concat(breakdowns, ignore_index=True),

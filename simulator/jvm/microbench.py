@@ -12,6 +12,11 @@ Per-unit primitives (chars, bytes) are called with ``transfer_bytes`` units per 
 unit.  ``Class.forName()`` and ``ClassLoader.loadClass()`` load a new class every iteration (§4.2.3: the
 first-time cost is the true cost), of ``class_bytes`` bytes.
 
+Where a cost depends on an argument, :func:`cost_functions` measures C(s) at several sizes (§4.2.2: "measure
+several data points ... and extrapolate ... based on the actual parameters"): per-unit primitives per
+call at 8..4096 units, class loading per class size, user bytecode per code working set; the profiler's
+N(s) says at which sizes an application called them.
+
 Besides the API methods, the execution engine's and the JIT's primitives (§4.1.3): a user-class method
 of :data:`LOOP_SIZE` bytecodes executing :data:`LOOP_BYTECODES` per call (µs per bytecode), the call of
 an almost empty method (µs per invocation), and compiling fresh methods of :data:`COMPILE_SIZE`
@@ -36,9 +41,12 @@ LOOP_SIZE, LOOP_BYTECODES = 80, 400
 EMPTY_SIZE = 4
 COMPILE_SIZE = 200
 JAVA_SETTINGS = MicrobenchSettings(transfer_bytes=8192)
+COST_SIZES = (8, 64, 512, 4096)          # units per call at which C(s) of a per-unit primitive is measured
+CLASS_SIZES = (512, 1024, 2048, 4096, 8192, 16384)   # class-file bytes at which class loading's C(s) is measured
+FOOTPRINTS = (80, 640, 5120, 20480)          # user-code working sets (bytecodes) at which bytecode's C(s) is measured
 
 
-def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float) -> dict:
+def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float, min_calls: int = 1) -> dict:
     def run(n: int) -> float:
         start = vm.seconds(vm.cycles)
         for _ in range(n):
@@ -47,7 +55,7 @@ def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float) -> dict:
 
     for _ in range(settings.warmup_calls):
         op()
-    n = 1
+    n = max(1, int(min_calls))
     while run(n) < settings.min_ticks * settings.timer_resolution_s and n < settings.max_iterations:
         n *= 2
     per_call = np.array([run(n) / n for _ in range(settings.repetitions)])
@@ -58,6 +66,77 @@ def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float) -> dict:
 def primitive_table() -> dict[str, tuple[str, str]]:
     """label -> (method, unit) of every API primitive."""
     return {p.label: (p.method, p.unit) for p in load_methods().primitives.values()}
+
+
+def class_loading_primitives() -> tuple[str, ...]:
+    """Labels of the primitives each call of which loads a class (their C(s) is over the class's size)."""
+    return tuple(p.label for p in load_methods().primitives.values() if p.class_loading)
+
+
+def _round_robin(vm: JavaVM, count: int, compile_all: bool):
+    """``count`` user-class methods of :data:`LOOP_SIZE` bytecodes, each run once through per call, called
+    in turn (compiled first if ``compile_all``): one call of the next method."""
+    names = [f"user.bench.Code{i}" for i in range(count)]
+    for name in names:
+        vm.define(name, MethodSpec(size=LOOP_SIZE, bytecodes=LOOP_SIZE))
+        if compile_all:
+            vm.compile(name)
+    turn = iter(range(1 << 62))
+    return lambda: vm.invoke(names[next(turn) % count])
+
+
+def cost_functions(platform: Platform, jvm: str, settings: MicrobenchSettings = JAVA_SETTINGS, seed: int = 0,
+                   class_bytes: int = 2048, sizes: tuple[int, ...] = COST_SIZES,
+                   class_sizes: tuple[int, ...] = CLASS_SIZES,
+                   footprints: tuple[int, ...] = FOOTPRINTS) -> pd.DataFrame:
+    """C(s) of every system-vector element whose cost depends on a size (seed 003 §4.2.2: "measure several
+    data points ... and extrapolate ... based on the actual parameters"):
+
+    * a per-unit primitive (chars, bytes) called with ``s`` units, at each of ``sizes``: µs per *call*, so a
+      call's fixed part is not spread over a bandwidth loop's transfer size;
+    * a class-loading primitive loading classes of ``s`` bytes, at each of ``class_sizes``: µs per call;
+    * user-class bytecode in a code working set of ``s`` bytecodes, at each of ``footprints``: µs per
+      bytecode of :data:`LOOP_SIZE`-bytecode methods run straight through, called in turn -- the warm
+      loop's cost once the code no longer stays in the instruction cache.
+
+    Under an adaptive JIT each also once compiled (``label [compiled]``).  Rows (system, primitive, size,
+    cost, iterations): ``cost`` per count of the application's size distribution (a call, a bytecode)."""
+    settings.check()
+    spec = jvm_spec(jvm)
+    loading = class_loading_primitives()
+    plans = []             # (label, size, class bytes, per, calls per measurement at least, op of a VM)
+    for label, (method, per) in primitive_table().items():
+        if per in ("char", "byte"):
+            # a measurement moves at least transfer_bytes units, so a buffered reader's refills (one per
+            # buffer) are amortised over the calls at small sizes as over an application's
+            plans += [(label, s, class_bytes, 1, -(-settings.transfer_bytes // s),
+                       lambda vm, compiled, m=method, u=s: (lambda: vm.invoke(m, u))) for s in sizes]
+        elif label in loading:
+            plans += [(label, s, s, 1, 1, lambda vm, compiled, m=method: (lambda: vm.invoke(m)))
+                      for s in class_sizes]
+    for f in footprints:
+        k = max(1, f // LOOP_SIZE)
+        plans.append((USER_BYTECODE, k * LOOP_SIZE, class_bytes, LOOP_SIZE, 2 * k,
+                      lambda vm, compiled, k=k: _round_robin(vm, k, compiled and spec.jit.policy != "none")))
+    rows = []
+    for label, size, cls, per, min_calls, make in plans:
+        variants = [(label, settings, spec, spec.jit.policy == "first-call")]
+        if spec.jit.policy == "threshold":
+            # interpreted: a loop long enough to amortise refills would cross the threshold, so the JIT
+            # is held off (the seed's compile events would tell the two apart, §4.2.3)
+            held = spec.model_copy(update={"jit": spec.jit.model_copy(update={"policy": "none"})})
+            variants = [(label, settings, held, False),
+                        (label + COMPILED, replace(settings, warmup_calls=spec.jit.threshold
+                                                   + settings.warmup_calls), spec, True)]
+        for name, how, vm_spec, compiled in variants:
+            vm = JavaVM(platform, vm_spec, seed=seed, class_bytes=cls)
+            op = make(vm, compiled)
+            if label == USER_BYTECODE:        # every method once round before the loop (their first calls)
+                how = replace(how, warmup_calls=max(how.warmup_calls, min_calls // 2))
+            row = _measure(vm, op, how, per, min_calls=min_calls)
+            rows.append({"system": "", "primitive": name, "size": float(size), "cost": row["cost"],
+                         "iterations": row["iterations"]})
+    return pd.DataFrame(rows, columns=["system", "primitive", "size", "cost", "iterations"])
 
 
 def system_vector(platform: Platform, jvm: str, settings: MicrobenchSettings = JAVA_SETTINGS, seed: int = 0,

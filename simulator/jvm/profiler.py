@@ -13,6 +13,11 @@ compiles every method invoked at least once, J = Σ s_i over n_i ≥ 1 (the seed
 (adaptive) JIT the methods invoked at least ``threshold`` times; an interpreter none.  Native methods
 and the methods a JIT never compiles do not count.
 
+Where a primitive's cost depends on a size, :meth:`JvmpiProfiler.size_distribution` gives N(s): the
+per-unit primitives' calls by their units (the seed's JVMDI argument tracer), the class-loading calls
+by the bytes of the class each defined (JVMPI's class-load event carries the class data), and the
+application's own bytecodes at its code working set (Σ S of the user methods that ran).
+
 For an adaptive JIT the application vector is split (:meth:`JvmpiProfiler.split_at_threshold`): the
 profiler logs each call from user code with its method's invocation count at that moment, so the calls
 made once the method had reached the threshold -- compiled by then -- are counted apart, to be priced at
@@ -48,6 +53,7 @@ class JvmpiProfiler:
         self.user_log: list[tuple[int, int]] = []     # per user-code run: (its method's count then, bytecodes)
         self._user_depth = 0
         self._last_top = 0                            # the invocation count of the last call from user code
+        self._last_top_method = ""
 
     def entry(self, name: str, units: int, depth: int) -> None:
         self.entries[name] += 1
@@ -56,6 +62,15 @@ class JvmpiProfiler:
             self.top_units[name] += int(units)
             self.top_log[name].append((self.entries[name], int(units)))
             self._last_top = self.entries[name]
+            self._last_top_method = name
+
+    def class_loaded(self, nbytes: int) -> None:
+        """A class of ``nbytes`` was defined (JVMPI's class-load event carries the class data): its size
+        is logged against the call from user code that caused it, the size of a class-loading call."""
+        log = self.top_log.get(self._last_top_method)
+        if log:
+            n, units = log[-1]
+            log[-1] = (n, units + int(nbytes))
 
     def allocated(self, payload: int, depth: int) -> None:
         self.allocations += 1
@@ -81,6 +96,29 @@ class JvmpiProfiler:
         if user_calls:
             rows.append({"application": application, "primitive": USER_INVOKE, "count": float(user_calls)})
         return pd.DataFrame(rows, columns=["application", "primitive", "count"])
+
+    def size_distribution(self, application: str, primitives: dict, threshold: int | None = None,
+                          class_loading: tuple[str, ...] = (), user_footprint: int = 0) -> pd.DataFrame:
+        """N(s) of every per-unit primitive the application called (§3.1.1, the seed's argument tracer), of
+        the ``class_loading`` primitives by the bytes of the classes each call loaded, and (with
+        ``user_footprint``, the static bytecodes of the user methods it ran: Σ S over N ≥ 1) of its own
+        bytecodes at that code working set: rows (application, primitive, size, count), ``count`` the calls
+        (bytecodes) of ``size``.  With an adaptive JIT's ``threshold``, the calls made once the method had
+        been invoked ``threshold`` times go to ``label + COMPILED`` (as :meth:`split_at_threshold`)."""
+        rows: dict[tuple[str, int], int] = defaultdict(int)
+        if user_footprint and self.user_bytecodes:
+            compiled = sum(b for n, b in self.user_log if threshold is not None and n >= threshold)
+            rows[(USER_BYTECODE, int(user_footprint))] += self.user_bytecodes - compiled
+            if compiled:
+                rows[(USER_BYTECODE + COMPILED, int(user_footprint))] += compiled
+        for label, (method, unit) in primitives.items():
+            if unit not in ("char", "byte") and label not in class_loading:
+                continue
+            for n, units in self.top_log.get(method, ()):
+                compiled = threshold is not None and n >= threshold
+                rows[(label + COMPILED if compiled else label, units)] += 1
+        return pd.DataFrame([{"application": application, "primitive": p, "size": float(s), "count": float(c)}
+                             for (p, s), c in rows.items() if c], columns=["application", "primitive", "size", "count"])
 
     def split_at_threshold(self, vector: pd.DataFrame, primitives: dict, threshold: int) -> pd.DataFrame:
         """``vector`` (from :meth:`application_vector`) for an adaptive JIT of ``threshold``: a primitive's
@@ -110,6 +148,15 @@ class JvmpiProfiler:
         """N and S: method, invocations, size, native."""
         return pd.DataFrame([{"method": m, "invocations": n, "size": int(sizes[m]), "native": m in natives}
                              for m, n in self.entries.items()])
+
+
+def user_footprint(methods: pd.DataFrame) -> int:
+    """The static bytecodes of the application's own methods that ran (Σ S over user methods with N ≥ 1),
+    from the method table: its code working set."""
+    if not len(methods):
+        return 0
+    mine = methods["method"].str.startswith(USER_PREFIX) & (methods["invocations"] >= 1)
+    return int(methods.loc[mine, "size"].sum())
 
 
 def jit_bytecodes(methods: pd.DataFrame, policy: str, threshold: int = 1, never: tuple[str, ...] = ()) -> int:

@@ -5,8 +5,9 @@ A *method* is what one invocation of a Java method executes: ``bytecodes`` of it
 and ``bytecodes_per_unit`` per unit of its argument (a char, a byte), ``size`` bytecodes of static code
 (what a JIT compiles, the S of J(N, S)), a monitor when ``synchronized``, and its ``steps`` in order:
 other Java methods, native methods (operating-system primitives), allocations and class loading.
-A step with ``every = k`` happens once per k units the method has processed, over its whole life (a
-buffered reader refills its 8 K buffer once per 8192 characters, however they are asked for).
+A step with ``every = k`` happens once per k units the method has processed, over its whole life, when a
+call finds the k-unit buffer empty (a buffered reader fills its 8 K buffer at its first read and again
+once per 8192 characters, however they are asked for).
 
 An *API primitive* (``[primitives]``) is an entry of HBench:Java's system vector: a method, per call or
 per unit (char, byte), and how its microbenchmark calls it.
@@ -82,6 +83,7 @@ class PrimitiveSpec(_Strict):
     method: str
     unit: Literal["call", "char", "byte", "bytecode"] = "call"
     label: str                                      # the name in the system vector
+    class_loading: bool = False                     # each call loads a class: its cost grows with the class's size
 
 
 class MethodCatalog(_Strict):

@@ -192,6 +192,8 @@ class JavaVM:
         self.core.run(self.code.probes(R_RESOLVE, probes, RUNTIME_DATA + (8 << 20), cl.class_table_kb, cid))
         self.core.run(self.code.native(R_LINK, cl.link_instructions, meta, 8.0, salt=cid))
         self.classes_loaded += 1
+        if self.profiler is not None:
+            self.profiler.class_loaded(nbytes)
 
     def _data(self, nbytes: int) -> int:
         """The next ``nbytes`` of the file or stream the application reads (the page cache, wrapping)."""
@@ -231,9 +233,11 @@ class JavaVM:
         for k, st in enumerate(m.steps):
             reps = st.times
             if st.every is not None:
-                acc = self._acc[(name, k)] + units
-                reps = (acc // st.every) * st.times
-                self._acc[(name, k)] = acc % st.every
+                # a buffer of ``every`` units, refilled when a read finds it empty: the steps run once for
+                # every buffer boundary in [position, position + units), the first read's included
+                at = self._acc[(name, k)]
+                reps = (-(-(at + units) // st.every) - -(-at // st.every)) * st.times
+                self._acc[(name, k)] = (at + units) % st.every
             for _ in range(reps):
                 if st.method is not None:
                     u = {"none": 0, "same": units, "every": st.every or 0, "fixed": st.unit_count}[st.units]
