@@ -41,7 +41,7 @@ def test_speeds_and_agreement(study):
     assert doc["reference"] == REF and len(doc["configurations"]) == 4
     for app in ("WebL", "Mercator"):
         r = doc["applications"][app]
-        for p in ("simulated", "hbench", "system_classes", "specjvm98"):
+        for p in ("simulated", "hbench", "hybrid", "system_classes", "specjvm98"):
             assert r["speeds"][REF][p] == pytest.approx(1.0)
         for p, tau in r["kendall_tau"].items():
             assert -1 <= tau <= 1
@@ -98,6 +98,24 @@ def test_in_application_costs_decompose_both_times(study):
     # the 7447A's 512 KB L2 (no L3) loses what the warm loops kept: its calls cost more in the application
     ref = ctx[(ctx.configuration == REF) & (ctx.primitive == "Socket.<init>()")]
     assert ref.error_pct.iloc[0] < -10
+
+
+def test_the_hybrid_adds_each_primitives_excess_misses_at_its_cold_cost(study):
+    """Hybrid (§3.1.3) = the vectors' prediction + Σ over primitives (user code, the JIT) of the misses a
+    cache simulation of the application counts beyond the warm loops', each at its cold-call µs per miss."""
+    done, doc = study
+    ctx = pd.read_parquet(done.out_dir / "in_application.parquet")
+    for (app, conf), g in ctx.groupby(["application", "configuration"]):
+        speeds = doc["applications"][app]["speeds"][conf]
+        excess = (g.cache_simulated_misses - g.warm_loop_misses).clip(lower=0)
+        assert speeds["hybrid_seconds"] == pytest.approx(speeds["predicted_seconds"]
+                                                         + 1e-6 * float((excess * g.miss_penalty_us).sum()))
+        assert g.hybrid_us.sum() * 1e-6 == pytest.approx(speeds["hybrid_seconds"])
+        assert (g.hybrid_us >= g.predicted_us).all()
+    # the 7447A's calls miss far beyond its warm loops: the hybrid moves its prediction towards the run
+    ref = ctx[ctx.configuration == REF]
+    assert (ref.hybrid_us.sum() - ref.in_application_us.sum()) ** 2 < \
+        (ref.predicted_us.sum() - ref.in_application_us.sum()) ** 2
 
 
 def test_composite_is_the_geometric_mean_of_the_spec_programs(study):

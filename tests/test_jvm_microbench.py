@@ -218,3 +218,18 @@ def test_cost_functions_are_per_call_costs_at_each_size():
     want = (vm.cycles - c0) / 10 / (platform.clock_ghz * 1e3)
     got = f[(f.primitive == "StringBuffer.append()") & (f["size"] == 64)]["cost"].iloc[0]
     assert got == pytest.approx(want, rel=0.15)
+
+
+@pytest.mark.parametrize("platform_name", ["mpc7447a", "harpertown"])
+def test_cold_calls_price_a_miss_at_most_at_the_memory_latency(platform_name):
+    """The hybrid's cache-specific costs: a call after every cache and TLB has been flushed costs more than
+    a warm one, and each extra memory read costs more than nothing and no more than a full memory latency
+    (overlapped misses cost less; a blocking one the latency) -- µs per miss; a hash probe's warm loop
+    reads nothing from memory, a class load's reads its new class."""
+    platform = load_platform(platform_name)
+    labels = ["Hashtable.get()", "Class.forName()", "bytecode (user classes)", "SocketInputStream.read()"]
+    vec = system_vector(platform, "jdk122-classic", QUICK, primitives=labels).set_index("primitive")
+    latency_us = platform.memory.latency_cycles / (platform.clock_ghz * 1e3)
+    for label in labels:
+        assert 0 < vec.loc[label, "miss_penalty"] <= 1.2 * latency_us, label
+    assert vec.loc["Hashtable.get()", "misses"] == 0 and vec.loc["Class.forName()", "misses"] > 100

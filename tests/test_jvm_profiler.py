@@ -130,3 +130,15 @@ def test_the_size_distribution_is_the_programs_calls_by_size(runs):
         both = split[split.primitive.isin([prim, prim + COMPILED])]["count"].sum()
         assert both == n
         assert split[split.primitive == prim]["count"].sum() == min(n, 1)     # the first call is below 2
+
+
+def test_a_cache_simulation_of_the_run_counts_the_timed_runs_misses(runs):
+    """The hybrid's cache simulation (the run's streams through caches, TLBs and predictors without
+    timing) counts, primitive by primitive, the memory reads the timed run made: on a platform without
+    time-dependent prefetch engines they are equal; its times are 0."""
+    timed = runs["jdk122-classic"]["in_application"].set_index("primitive")
+    cache = run_application(load_platform("harpertown"), "jdk122-classic", "WebL", 0.02, seed=3,
+                            functional=True)["in_application"].set_index("primitive")
+    assert (cache["misses"] == timed["misses"]).all() and timed["misses"].sum() > 1000
+    assert (cache["calls"] == timed["calls"]).all() and (cache["seconds"] == 0).all()
+    assert timed.loc["JIT compile (per bytecode)", "misses"] > 0      # compilations counted apart

@@ -411,3 +411,23 @@ def test_cycles_per_record_must_be_positive():
     tr = loads(0x4000000 + 64 * np.arange(3))
     with pytest.raises(SimulatorInputError, match="cycles_per_record"):
         MemoryHierarchy(load_platform("mpc7447a")).run(tr.addrs, tr.sizes, tr.kinds, cycles_per_record=0)
+
+
+@pytest.mark.parametrize("name", ["mpc7447a", "nehalem"])
+def test_flushed_caches_miss_as_cold_ones_do(name):
+    """After ``flush_caches`` a working set that fitted in L1 is read from memory again, line for line and
+    walk for walk, as on a cold hierarchy; ``memory_demand_reads`` counts those reads (prefetches apart)."""
+    n = 64                          # a line on each of 64 pages: no prefetcher crosses a page
+    addrs = np.uint64(0x1000_0000) + np.uint64(4096 + 64) * np.arange(n, dtype=np.uint64)
+    sizes, kinds = np.full(n, 8, np.uint16), np.ones(n, np.uint8)
+    cold = MemoryHierarchy(load_platform(name))
+    cold.run(addrs, sizes, kinds)
+    first = cold.memory_demand_reads()
+    c = cold.counters()["memory"]
+    assert first == c["load_reads"] + c["walk_reads"] + c["instr_reads"] + c["store_reads"] >= n
+    cold.run(addrs, sizes, kinds)
+    assert cold.memory_demand_reads() == first                     # warm: nothing from memory
+    cold.flush_caches()
+    cold.run(addrs, sizes, kinds)
+    assert cold.memory_demand_reads() == 2 * first                 # flushed: every read again
+    assert cold.counters()["tlbs"][list(cold.counters()["tlbs"])[-1]]["walks"] >= 2

@@ -13,15 +13,20 @@ vector is split at the JIT's threshold (calls made once a method had been invoke
 are priced at the primitive's compiled cost, the seed's §4.2.3 compile events); the seed's prototype, system classes
 only, is reported beside it (``system_classes``); and the SPECjvm98-style composite -- the geometric mean
 of the SPECjvm98 programs' simulated normalised speeds -- predicts the same speed for every application
-(``specjvm98``).  Speeds are normalised to the reference configuration (Figures 4-4..4-7); each
+(``specjvm98``).  The hybrid methodology (§3.1.3, ``hybrid``) adds to ``hbench`` each primitive's misses
+(user code and the JIT included) beyond its warm loop's -- counted by a cache simulation of the
+application on the configuration (:func:`run_application` with ``functional``: the same streams
+through caches, TLBs and predictors, no timing) against the warm loops' misses for the same calls (the
+vectors with misses for costs) -- each at the primitive's cold-call cost per miss (its microbenchmark
+once more after every cache and TLB was flushed).  Speeds are normalised to the reference configuration (Figures 4-4..4-7); each
 predictor's rank agreement is Kendall's τ with the simulated speeds, its error the mean |predicted /
 simulated - 1| over the other configurations.
 
 ``results.json``::
 
     {"configurations": [label...], "reference": label,
-     "applications": {app: {"speeds": {label: {"simulated", "hbench", "system_classes", "specjvm98",
-                                               "simulated_seconds", "predicted_seconds"}},
+     "applications": {app: {"speeds": {label: {"simulated", "hbench", "hybrid", "system_classes", "specjvm98",
+                                               "simulated_seconds", "predicted_seconds", "hybrid_seconds"}},
                             "kendall_tau": {predictor: t}, "mean_error_pct": {predictor: e},
                             "important": [primitive...], "system_share": s}},
      "specjvm98": {label: composite}, "summary": {predictor: {"min_tau", "mean_error_pct"}}}
@@ -31,7 +36,8 @@ Tables: ``system_vectors``, ``cost_functions`` (C(s), µs per call), ``applicati
 run: times and split), ``speeds``, ``important_primitives`` (Tables 4-3/4-4), ``time_split`` (Tables
 4-5/4-6 with the seed's figures), ``breakdown``, ``in_application`` (per application, configuration and
 primitive -- API primitives, ``user code``, the JIT -- the predicted µs against the cycles its calls took
-in the application's run: where the warm-loop microbenchmarks' context independence fails, §3.1.1.2).
+in the application's run: where the warm-loop microbenchmarks' context independence fails, §3.1.1.2;
+and the hybrid's terms: cache-simulated and warm-loop misses, µs per miss, the hybrid's µs).
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ from whatif.simulator.jvm.spec import load_applications, load_jvms
 from whatif.simulator.os.microbench import MicrobenchSettings
 from whatif.simulator.platform import load_platform
 
-PREDICTORS = ("hbench", "system_classes", "specjvm98")
+PREDICTORS = ("hbench", "hybrid", "system_classes", "specjvm98")
 # seed 003 Tables 4-5 and 4-6: system-class time (%) measured with hprof on JDK 1.2.2
 SEED_SYSTEM_PCT = {"compress": 2.6, "jess": 4.5, "db": 33.1, "javac": 6.1, "mpegaudio": 1.4, "mtrt": 1.4,
                    "jack": 15.1, "WebL": 54.0, "Cloudscape": 33.9, "Mercator": 92.9}
@@ -105,6 +111,10 @@ def hbench_java_task(item: dict, shared: dict, progress=None) -> dict:
     else:
         out = run_application(platform, item["jvm"], item["app"], item["scale"], seed=shared["seed"],
                               run_seed=item["seed"])
+        if item["app"] in shared["applications"]:      # the hybrid's cache simulation of the same run
+            out["cache_simulation"] = run_application(platform, item["jvm"], item["app"], item["scale"],
+                                                      seed=shared["seed"], run_seed=item["seed"],
+                                                      functional=True)["in_application"]
     if progress is not None:
         progress(1)
     return out
@@ -119,18 +129,39 @@ def _element_primitive(element: str) -> str:
     return JIT_COMPILE if element.startswith(JIT_COMPILE) else element
 
 
-def _in_application(app: str, label: str, breakdown: pd.DataFrame, in_app: pd.DataFrame) -> list[dict]:
-    """Per primitive of ``app`` on ``label``: what the vectors predicted (µs) against what its calls took in
-    the application's run -- where the microbenchmarks' context independence (§3.1.1.2) fails."""
+def _hybrid(cache_simulation: pd.DataFrame, expected: pd.Series, penalty: pd.Series) -> list[dict]:
+    """Per primitive (user code and the JIT included): the misses a cache simulation of the application
+    counts in its calls, the misses the warm microbenchmarks had for the same calls (``expected``), the
+    excess (never below 0) and its price per miss (``penalty``, µs)."""
+    rows = []
+    for r in cache_simulation.itertuples(index=False):
+        warm = float(expected.get(r.primitive, 0.0))
+        rows.append({"primitive": r.primitive, "simulated_misses": float(r.misses), "warm_misses": warm,
+                     "excess_misses": max(0.0, float(r.misses) - warm),
+                     "miss_penalty": float(penalty.get(r.primitive, 0.0))})
+    return rows
+
+
+def _in_application(app: str, label: str, breakdown: pd.DataFrame, in_app: pd.DataFrame,
+                    hybrid: list[dict]) -> list[dict]:
+    """Per primitive of ``app`` on ``label``: what the vectors predicted (µs), and the hybrid methodology
+    with them, against what its calls took in the application's run -- where the microbenchmarks'
+    context independence (§3.1.1.2) fails."""
     predicted = breakdown.groupby(breakdown["element"].map(_element_primitive))["total"].sum()
     spent = in_app.set_index("primitive")
+    extra = {h["primitive"]: h for h in hybrid}
     rows = []
     for prim in dict.fromkeys([*predicted.index, *spent.index]):
         p = float(predicted.get(prim, 0.0))
         a = 1e6 * float(spent["seconds"].get(prim, 0.0))
+        h = extra.get(prim, {"simulated_misses": 0.0, "warm_misses": 0.0, "excess_misses": 0.0, "miss_penalty": 0.0})
+        hy = p + h["excess_misses"] * h["miss_penalty"]
         rows.append({"application": app, "configuration": label, "primitive": prim,
                      "calls": int(spent["calls"].get(prim, 0)), "predicted_us": p, "in_application_us": a,
-                     "error_pct": 100 * (p - a) / a if a else float("nan")})
+                     "error_pct": 100 * (p - a) / a if a else float("nan"),
+                     "cache_simulated_misses": h["simulated_misses"], "warm_loop_misses": h["warm_misses"],
+                     "miss_penalty_us": h["miss_penalty"], "hybrid_us": hy,
+                     "hybrid_error_pct": 100 * (hy - a) / a if a else float("nan")})
     return rows
 
 
@@ -185,7 +216,7 @@ class HbenchJavaStudy(StudyKind):
         order = sorted(range(len(items)), key=lambda i: items[i]["kind"] != "vector")
         shared = {"resolution": spec.timer_resolution_us * 1e-6, "min_ticks": spec.microbench_min_ticks,
                   "repetitions": spec.microbench_repetitions, "transfer": spec.transfer_units,
-                  "class_bytes": spec.class_bytes, "seed": self.scenario.seed}
+                  "class_bytes": spec.class_bytes, "seed": self.scenario.seed, "applications": spec.applications}
         with progress_bar(len(items), "hbench-java", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(hbench_java_task, [items[i] for i in order], shared=shared, progress=advance,
                                     units=1, workers=2)
@@ -217,6 +248,11 @@ class HbenchJavaStudy(StudyKind):
         composite = {lab: float(np.exp(np.mean([np.log(runs[(reference, p)]["seconds"] / runs[(lab, p)]["seconds"])
                                                 for p in spec.specjvm98]))) for lab in labels}
         jit_cost = vectors[vectors.primitive == JIT_COMPILE].set_index("system")["cost"]
+        jit_misses = vectors[vectors.primitive == JIT_COMPILE].set_index("system")["misses"]
+        # µs per miss beyond the warm loop's, per configuration and primitive (user code: the bytecode's)
+        penalties = vectors[~vectors.primitive.str.endswith(COMPILED)].pivot(index="system", columns="primitive",
+                                                                               values="miss_penalty")
+        penalties[USER_CODE] = penalties[USER_BYTECODE]
         plain = vectors[~vectors.primitive.str.endswith(COMPILED)]      # one cost a primitive
         api_vectors = plain[~plain.primitive.isin(ENGINE)]
         primitives = primitive_table()
@@ -240,24 +276,34 @@ class HbenchJavaStudy(StudyKind):
             sys_only = VectorModel(reference=reference).fit(
                 api_vectors, av[~av.primitive.isin(ENGINE)], plain_functions[~plain_functions.primitive.isin(ENGINE)],
                 sizes[~sizes.primitive.isin(ENGINE)], source="hbench-java")
-            pred_full = full.predictions.set_index("system")["predicted"]
             pred_sys = sys_only.predictions.set_index("system")["predicted"]
-            predicted = {}
+            predicted, hybrid = {}, {}
             for lab in labels:
                 j = jvms[jvm_of[lab]]
                 jn = jit_bytecodes(methods, j.jit.policy, j.jit.threshold, tuple(j.jit.never_compile))
-                model, base = full, float(pred_full[lab])
+                mine = plain[(plain.system == lab) & (plain.primitive != JIT_COMPILE)]
+                app_v, fun, dist = av, plain_functions[plain_functions.system == lab], sizes
                 if j.jit.policy == "threshold":
                     # an adaptive JIT: the calls made after a primitive's method reached the threshold
                     # priced at its compiled cost (the profile's invocation counts; §4.2.3's compile events)
-                    split = ref_run["profiler"].split_at_threshold(av, primitives, j.jit.threshold)
+                    app_v = ref_run["profiler"].split_at_threshold(av, primitives, j.jit.threshold)
                     mine = vectors[(vectors.system == lab) & (vectors.primitive != JIT_COMPILE)]
-                    model = VectorModel(reference=lab).fit(
-                        mine, split, functions[functions.system == lab],
-                        ref_run["profiler"].size_distribution(app, primitives, j.jit.threshold, loading, footprint),
-                        source="hbench-java")
-                    base = float(model.predictions.set_index("system")["predicted"][lab])
+                    fun = functions[functions.system == lab]
+                    dist = ref_run["profiler"].size_distribution(app, primitives, j.jit.threshold, loading, footprint)
+                model = VectorModel(reference=lab).fit(mine, app_v, fun, dist, source="hbench-java")
+                base = float(model.predictions.set_index("system")["predicted"][lab])
                 predicted[lab] = base + jn * float(jit_cost[lab])
+                # the hybrid methodology (§3.1.3): the misses the warm loops had, by the same vectors,
+                # against the misses a cache simulation of the application on this configuration counts;
+                # each element's excess priced at its cold-call cost per miss
+                warm_misses = VectorModel(reference=lab).fit(mine.assign(cost=mine["misses"]), app_v,
+                                                             fun.assign(cost=fun["misses"]), dist, source="hbench-java")
+                warm_table = warm_misses.table(app, lab)
+                expected = warm_table.groupby(warm_table.element.map(_element_primitive))["total"].sum()
+                expected[JIT_COMPILE] = jn * float(jit_misses[lab])
+                hybrid_rows = _hybrid(runs[(lab, app)]["cache_simulation"], expected,
+                                      penalties.loc[lab])
+                hybrid[lab] = predicted[lab] + sum(r["excess_misses"] * r["miss_penalty"] for r in hybrid_rows)
                 table = model.table(app, lab)
                 table = pd.concat([table, pd.DataFrame([{"element": JIT_COMPILE + " x J(N,S)",
                                                          "application_vector": float(jn),
@@ -265,11 +311,12 @@ class HbenchJavaStudy(StudyKind):
                                                          "total": jn * float(jit_cost[lab])}])], ignore_index=True)
                 table["percentage"] = 100 * table["total"] / table["total"].sum()
                 breakdowns.append(table.assign(application=app, configuration=lab))
-                context_rows += _in_application(app, lab, table, runs[(lab, app)]["in_application"])
+                context_rows += _in_application(app, lab, table, runs[(lab, app)]["in_application"], hybrid_rows)
             speeds = {}
             for lab in labels:
                 sim = runs[(reference, app)]["seconds"] / runs[(lab, app)]["seconds"]
                 speeds[lab] = {"simulated": sim, "hbench": predicted[reference] / predicted[lab],
+                               "hybrid": hybrid[reference] / hybrid[lab], "hybrid_seconds": hybrid[lab] * 1e-6,
                                "system_classes": float(pred_sys[reference] / pred_sys[lab]),
                                "specjvm98": composite[lab], "simulated_seconds": runs[(lab, app)]["seconds"],
                                "predicted_seconds": predicted[lab] * 1e-6}
@@ -310,9 +357,17 @@ class HbenchJavaStudy(StudyKind):
         headline = pd.DataFrame([{"metric": f"{app}: {m}", "variant": "all", "value": v}
                                  for app, r in results_apps.items()
                                  for m, v in (("Kendall tau, HBench:Java", r["kendall_tau"]["hbench"]),
+                                              ("Kendall tau, HBench:Java hybrid", r["kendall_tau"]["hybrid"]),
                                               ("Kendall tau, SPECjvm98 composite", r["kendall_tau"]["specjvm98"]),
                                               ("mean speed error (%), HBench:Java", r["mean_error_pct"]["hbench"]),
-                                              ("mean speed error (%), SPECjvm98", r["mean_error_pct"]["specjvm98"]))])
+                                              ("mean speed error (%), HBench:Java hybrid",
+                                               r["mean_error_pct"]["hybrid"]),
+                                              ("mean speed error (%), SPECjvm98", r["mean_error_pct"]["specjvm98"]))]
+                                + [{"metric": f"all: {m}", "variant": "all", "value": summary[p][k]}
+                                   for p, name in (("hbench", "HBench:Java"), ("hybrid", "HBench:Java hybrid"),
+                                                   ("specjvm98", "SPECjvm98 composite"))
+                                   for m, k in ((f"worst Kendall tau, {name}", "min_tau"),
+                                                (f"mean speed error (%), {name}", "mean_error_pct"))])
         return StudyOutput(results=results, tables=tables, figures={"normalised_speeds": (fig, "Figures 4-4..4-7")},
                            headline=headline, headline_absolute=tuple(headline.metric),
                            parameters={"hbench-java": spec.model_dump()},

@@ -88,13 +88,15 @@ def program(app: ApplicationSpec, scale: float = 1.0, seed: int = 0) -> Program:
 
 
 def run_application(platform: Platform, jvm: str, name: str, scale: float = 1.0, seed: int = 0,
-                    run_seed: int | None = None) -> dict:
-    """Run application ``name`` on ``jvm`` x ``platform``; the simulated time and split, and the profile."""
+                    run_seed: int | None = None, functional: bool = False) -> dict:
+    """Run application ``name`` on ``jvm`` x ``platform``; the simulated time and split, and the profile.
+    ``functional``: a cache simulation of the run instead (no timing: times are 0), for its misses."""
     app = app_spec(name)
     prog = program(app, scale, seed)
     prof = JvmpiProfiler()
     vm = JavaVM(platform, jvm, seed=seed if run_seed is None else run_seed, class_bytes=app.class_bytes,
-                profiler=prof, extra_methods=prog.methods)
+                profiler=prof, extra_methods=prog.methods, functional=functional)
+    memory = vm.core.memory
     system = user = 0
     # cycles each primitive (and the user code) took inside the run, JIT compilations apart: the system
     # vector in context, against the microbenchmarks' warm loops
@@ -102,6 +104,7 @@ def run_application(platform: Platform, jvm: str, name: str, scale: float = 1.0,
     label_of = {m: label for label, (m, _) in primitive_table().items()}
     for kind, method, units in prog.events:
         before, jit_before = vm.cycles, vm.jit_cycles
+        reads, jit_reads = memory.memory_demand_reads(), vm.jit_misses
         vm.invoke(method, units)
         spent = vm.cycles - before
         if kind == "api":
@@ -109,10 +112,11 @@ def run_application(platform: Platform, jvm: str, name: str, scale: float = 1.0,
         else:
             prof.user_code(prog.methods[method].bytecodes)
             user += spent
-        acc = in_app.setdefault(label_of[method] if kind == "api" else USER_CODE, [0, 0, 0])
+        acc = in_app.setdefault(label_of[method] if kind == "api" else USER_CODE, [0, 0, 0, 0])
         acc[0] += 1
         acc[1] += units
         acc[2] += spent - (vm.jit_cycles - jit_before)
+        acc[3] += memory.memory_demand_reads() - reads - (vm.jit_misses - jit_reads)
     spec = jvm_spec(jvm)
     methods = prof.method_table({k: v.size for k, v in vm.methods.items()},
                                 {k for k, v in vm.methods.items() if v.native})
@@ -127,7 +131,9 @@ def run_application(platform: Platform, jvm: str, name: str, scale: float = 1.0,
             "user_invocations": prog.user_invocations,
             "application_vector": prof.application_vector(name, primitive_table()), "methods": methods,
             "in_application": pd.DataFrame(
-                [{"primitive": k, "calls": c, "units": u, "seconds": vm.seconds(cy)} for k, (c, u, cy) in in_app.items()]
+                [{"primitive": k, "calls": c, "units": u, "seconds": vm.seconds(cy), "misses": mi}
+                 for k, (c, u, cy, mi) in in_app.items()]
                 + [{"primitive": JIT_COMPILE, "calls": len(vm.compiled), "units": vm.compiled_bytecodes,
-                    "seconds": vm.seconds(vm.jit_cycles)}], columns=["primitive", "calls", "units", "seconds"]),
+                    "seconds": vm.seconds(vm.jit_cycles), "misses": vm.jit_misses}],
+                columns=["primitive", "calls", "units", "seconds", "misses"]),
             "profiler": prof}

@@ -44,9 +44,17 @@ JAVA_SETTINGS = MicrobenchSettings(transfer_bytes=8192)
 COST_SIZES = (8, 64, 512, 4096)          # units per call at which C(s) of a per-unit primitive is measured
 CLASS_SIZES = (512, 1024, 2048, 4096, 8192, 16384)   # class-file bytes at which class loading's C(s) is measured
 FOOTPRINTS = (80, 640, 5120, 20480)          # user-code working sets (bytecodes) at which bytecode's C(s) is measured
+COLD_CALLS = 3                               # calls after a flush of every cache and TLB: the cold cost
 
 
-def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float, min_calls: int = 1) -> dict:
+def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float, min_calls: int = 1, cold: int = 0) -> dict:
+    """The loop's cost per count (µs), its iterations, per-call cost and spread, and its memory demand
+    reads per count (``misses``: what a warm call still misses in the last level).  With ``cold`` > 0, as
+    many single calls after every cache and TLB has been flushed give ``miss_penalty``: µs per miss beyond
+    the warm call's, (cold - warm) / (cold misses - warm misses) -- the cache-specific cost of the hybrid
+    methodology (§3.1.3)."""
+    memory = vm.core.memory
+
     def run(n: int) -> float:
         start = vm.seconds(vm.cycles)
         for _ in range(n):
@@ -58,9 +66,24 @@ def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float, min_calls
     n = max(1, int(min_calls))
     while run(n) < settings.min_ticks * settings.timer_resolution_s and n < settings.max_iterations:
         n *= 2
+    reads = memory.memory_demand_reads()
     per_call = np.array([run(n) / n for _ in range(settings.repetitions)])
+    warm_misses = (memory.memory_demand_reads() - reads) / (settings.repetitions * n)
     cost = float(stats.trim_mean(per_call, settings.trim / 2)) * 1e6
-    return {"cost": cost / per, "iterations": n, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6)}
+    out = {"cost": cost / per, "iterations": n, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6),
+           "misses": warm_misses / per}
+    if cold:
+        cycles = misses = 0
+        for _ in range(cold):
+            memory.flush_caches()
+            c0, m0 = vm.cycles, memory.memory_demand_reads()
+            op()
+            cycles += vm.cycles - c0
+            misses += memory.memory_demand_reads() - m0
+        extra = misses / cold - warm_misses
+        cold_us = vm.seconds(cycles / cold) * 1e6
+        out["miss_penalty"] = max(0.0, cold_us - cost) / extra if extra > 0 else 0.0
+    return out
 
 
 def primitive_table() -> dict[str, tuple[str, str]]:
@@ -135,8 +158,8 @@ def cost_functions(platform: Platform, jvm: str, settings: MicrobenchSettings = 
                 how = replace(how, warmup_calls=max(how.warmup_calls, min_calls // 2))
             row = _measure(vm, op, how, per, min_calls=min_calls)
             rows.append({"system": "", "primitive": name, "size": float(size), "cost": row["cost"],
-                         "iterations": row["iterations"]})
-    return pd.DataFrame(rows, columns=["system", "primitive", "size", "cost", "iterations"])
+                         "iterations": row["iterations"], "misses": row["misses"]})
+    return pd.DataFrame(rows, columns=["system", "primitive", "size", "cost", "iterations", "misses"])
 
 
 def system_vector(platform: Platform, jvm: str, settings: MicrobenchSettings = JAVA_SETTINGS, seed: int = 0,
@@ -154,16 +177,18 @@ def system_vector(platform: Platform, jvm: str, settings: MicrobenchSettings = J
             name, size, bytecodes, unit = (("user.bench.Loop", LOOP_SIZE, LOOP_BYTECODES, "us/bytecode")
                                            if label == USER_BYTECODE else ("user.bench.Empty", EMPTY_SIZE, 1, "us"))
             vm.define(name, MethodSpec(size=size, bytecodes=size if label == USER_INVOKE else bytecodes))
-            row = _measure(vm, lambda n=name: vm.invoke(n), settings, bytecodes)
+            row = _measure(vm, lambda n=name: vm.invoke(n), settings, bytecodes, cold=COLD_CALLS)
             if spec.jit.policy == "threshold":      # and compiled, warmed past the threshold
                 rows.append({"system": "", "primitive": label, "unit": unit, **row})
                 vm.define(name + "Warm", MethodSpec(size=size, bytecodes=size if label == USER_INVOKE else bytecodes))
                 row = _measure(vm, lambda n=name + "Warm": vm.invoke(n),
-                               replace(settings, warmup_calls=spec.jit.threshold + settings.warmup_calls), bytecodes)
+                               replace(settings, warmup_calls=spec.jit.threshold + settings.warmup_calls), bytecodes,
+                               cold=COLD_CALLS)
                 label = label + COMPILED
         elif label == JIT_COMPILE:
             if spec.jit.policy == "none":
-                row, unit = {"cost": 0.0, "iterations": 0, "per_call_us": 0.0, "spread_us": 0.0}, "us/bytecode"
+                row, unit = ({"cost": 0.0, "iterations": 0, "per_call_us": 0.0, "spread_us": 0.0, "misses": 0.0,
+                              "miss_penalty": 0.0}, "us/bytecode")
             else:
                 fresh = iter(range(1 << 30))
 
@@ -171,11 +196,11 @@ def system_vector(platform: Platform, jvm: str, settings: MicrobenchSettings = J
                     name = f"user.bench.Compile{next(fresh)}"
                     vm.define(name, MethodSpec(size=COMPILE_SIZE, bytecodes=1))
                     vm.compile(name)
-                row, unit = _measure(vm, compile_one, settings, COMPILE_SIZE), "us/bytecode"
+                row, unit = _measure(vm, compile_one, settings, COMPILE_SIZE, cold=COLD_CALLS), "us/bytecode"
         else:
             method, per = table[label]
             units = settings.transfer_bytes if per in ("char", "byte") else 0
-            row = _measure(vm, lambda m=method, u=units: vm.invoke(m, u), settings, units or 1)
+            row = _measure(vm, lambda m=method, u=units: vm.invoke(m, u), settings, units or 1, cold=COLD_CALLS)
             unit = f"us/{per}" if units else "us"
             if spec.jit.policy == "threshold":
                 rows.append({"system": "", "primitive": label, "unit": unit, **row})
@@ -184,7 +209,7 @@ def system_vector(platform: Platform, jvm: str, settings: MicrobenchSettings = J
                 warm_vm = JavaVM(platform, spec, seed=seed, class_bytes=class_bytes)
                 warm = _measure(warm_vm, lambda m=method, u=units: warm_vm.invoke(m, u),
                                 replace(settings, warmup_calls=spec.jit.threshold + settings.warmup_calls),
-                                units or 1)
+                                units or 1, cold=COLD_CALLS)
                 row, label = warm, label + COMPILED
         rows.append({"system": "", "primitive": label, "unit": unit, **row})
         if progress is not None:

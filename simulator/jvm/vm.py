@@ -53,12 +53,17 @@ CLASS_SLOTS = 1024                # class structures and files wrap after this m
 
 class JavaVM:
     def __init__(self, platform: Platform, jvm: str | JvmSpec, seed: int = 0, class_bytes: int = 2048,
-                 profiler=None, extra_methods: dict[str, MethodSpec] | None = None):
+                 profiler=None, extra_methods: dict[str, MethodSpec] | None = None, functional: bool = False):
         self.platform = platform
         self.spec = jvm_spec(jvm) if isinstance(jvm, str) else jvm
         if class_bytes < 64:
             raise SimulatorInputError(f"JavaVM: class_bytes must be >= 64, got {class_bytes}")
         self.core = Core(platform, MemoryHierarchy(platform, seed=seed))
+        if functional:
+            # a cache simulation of the run: every stream through the caches, TLBs and predictors
+            # (:meth:`Core.warm`), no timing; the prefetch engines' clock advances a cycle an instruction
+            self._clock = 0
+            self.core.run = self._warm
         self.kernel = Kernel(platform, seed=seed, core=self.core)
         self.code = JvmCode(isa_for(platform.isa), self.spec.interpreter.dispatch, self.spec.jit.code_expansion)
         self.methods: dict[str, MethodSpec] = dict(load_methods().methods)
@@ -75,6 +80,7 @@ class JavaVM:
         self.current_class = 0
         self.depth = 0
         self.jit_cycles = 0
+        self.jit_misses = 0               # memory demand reads while compiling
         self.gc_cycles = 0
         self.collections = 0
         self.compiled_bytecodes = 0
@@ -83,6 +89,11 @@ class JavaVM:
         self._blocks: OrderedDict[tuple, InstrBlock] = OrderedDict()
 
     # ---- plumbing -----------------------------------------------------------------------------------
+    def _warm(self, block: InstrBlock) -> int:
+        done = Core.warm(self.core, block, now=self._clock)
+        self._clock += len(block)
+        return done
+
     @property
     def cycles(self) -> int:
         return self.core.cycles
@@ -132,7 +143,7 @@ class JavaVM:
     def compile(self, name: str) -> int:
         """Compile ``name`` now (its static size in bytecodes); returns the compiler's cycles."""
         m = self.method(name)
-        before = self.core.cycles
+        before, reads = self.core.cycles, self.core.memory.memory_demand_reads()
         per = self.spec.jit.compile_instructions_per_bytecode
         self.core.run(self.code.native(R_NATIVE + 1, m.size * per, COMPILER_TEXT + (4 << 20), COMPILER_DATA_KB,
                                        salt=self.code.index(name)))
@@ -143,6 +154,7 @@ class JavaVM:
         self.compiled_bytecodes += m.size
         cycles = self.core.cycles - before
         self.jit_cycles += cycles
+        self.jit_misses += self.core.memory.memory_demand_reads() - reads
         if self.profiler is not None:
             self.profiler.compiled(name, m.size)
         return cycles

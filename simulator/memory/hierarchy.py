@@ -63,6 +63,7 @@ class MemoryHierarchy:
         self.tlb_names = list(platform.tlbs)
         self._engine_words: list[tuple[int, int]] = []     # (state offset, engines) of levels with engines
         self._tlb_tags: list[tuple[int, int]] = []         # (state offset, words) of each TLB's tags
+        self._cache_lines: list[tuple[int, int, int, int]] = []  # per cache: tag offset, words; metadata's
         self.state = self._build()
         self.simulation_seconds = 0.0
         self.accesses = 0
@@ -102,6 +103,7 @@ class MemoryHierarchy:
             C[i, L.C_TAG0] = region(slots + 4)              # + spare words: tags compare four at a time
             empty.append((C[i, L.C_TAG0], slots + 4))
             C[i, L.C_META0] = region(slots * L.MW)
+            self._cache_lines.append((int(C[i, L.C_TAG0]), slots + 4, int(C[i, L.C_META0]), slots * L.MW))
             C[i, L.C_BITS0] = region(sets)
             if c.replacement == "plru":
                 C[i, L.C_PLRU0] = region(2 * c.associativity)
@@ -203,6 +205,21 @@ class MemoryHierarchy:
         S = self.state.S
         for at, words in self._tlb_tags:
             S[at:at + words] = -1
+
+    def flush_caches(self) -> None:
+        """Invalidate every line of every cache and every TLB entry, dirty data dropped (no writeback
+        traffic): the cold start of a cold-cache measurement."""
+        S = self.state.S
+        for at, words, meta_at, meta_words in self._cache_lines:
+            S[at:at + words] = -1
+            S[meta_at:meta_at + meta_words] = 0
+        self.flush_tlbs()
+
+    def memory_demand_reads(self) -> int:
+        """Lines read from memory on demand so far (instruction fetches, loads, stores, page walks; not
+        prefetches): the misses a cache simulation counts against the last level."""
+        mem = L.views(self.state.S).N[L.MEMROW]
+        return int(sum(int(mem[s]) for s in (L.SRC_IFETCH, L.SRC_LOAD, L.SRC_STORE, L.SRC_WALK)))
 
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
             progress: Callable[[int], None] | None = None, chunk: int = 1 << 22,
