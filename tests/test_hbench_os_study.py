@@ -69,6 +69,27 @@ def test_the_prediction_is_the_dot_product_of_the_tables(study):
     assert set(breakdown[breakdown.platform == "baseline@nehalem"].request) == {"static", "cgi", "fastcgi"}
 
 
+def test_the_hybrid_adds_the_traces_excess_misses_at_the_cold_cost(study):
+    """Hybrid (§3.1.3): the reference's static server trace replayed on each platform as a cache simulation;
+    per primitive of the truss, the reads beyond the warm loops' for the same count, at the platform's µs
+    per extra read, added to Figure 6-1's prediction.  The 7447A's kernel misses in the server (its L2
+    overflows) move its prediction towards what its server paid."""
+    done, doc = study
+    hybrid = pd.read_parquet(done.out_dir / "hybrid.parquet")
+    systems = pd.read_parquet(done.out_dir / "system_vectors.parquet")
+    for label, v in doc["platforms"].items():
+        h = hybrid[hybrid.platform == label]
+        assert set(h.primitive) >= {"tcp_connect", "stat", "mmap_read"}
+        misses = systems[systems.system == label].set_index("primitive")["misses"]
+        assert (h.warm_misses == h["count"] * misses[h.primitive].to_numpy()).all()
+        assert (h.excess_misses == (h.simulated_misses - h.warm_misses).clip(lower=0)).all()
+        assert v["hybrid_us"] == pytest.approx(v["predicted_us"] + float((h.excess_misses * h.miss_penalty).sum()))
+        assert v["hybrid_speed"] == pytest.approx(doc["platforms"]["baseline@mpc7447a"]["hybrid_us"] / v["hybrid_us"])
+    ref = doc["platforms"]["baseline@mpc7447a"]
+    assert ref["predicted_us"] < ref["hybrid_us"] <= 1.5 * ref["kernel_us_in_server"]
+    assert set(doc["ranking_hybrid"]) == {"predicted", "pairs_agree", "pairs", "kendall_tau"}
+
+
 def test_cgi_to_fastcgi_speedups(study):
     done, doc = study
     (row,) = doc["speedups"]

@@ -141,3 +141,17 @@ def test_os_vector_command_writes_a_system_vector_predict_reads(tmp_path):
     assert json.loads(predicted.stdout)["predictions"][0]["predicted"] == pytest.approx(3 * cost["other"] +
                                                                                        2 * cost["stat"])
     assert_one_line_error(invoke("hbench", "os-vector", "-p", "z10", "--primitive", "fork"), "unknown primitive 'fork'")
+
+
+def test_the_microbenchmarks_price_a_miss_by_cold_calls():
+    """The hybrid's system side: each loop's warm memory reads per call (or byte) and, from calls after
+    every cache and TLB was flushed, µs per extra read -- more than nothing, at most about a memory
+    latency (an in-order core waits the latency; overlapped misses cost less)."""
+    for name in ("mpc7447a", "nehalem"):
+        platform = load_platform(name)
+        vec = system_vector(platform, ["stat", "tcp_connect", "mmap_read"],
+                            MicrobenchSettings(repetitions=3, min_ticks=20)).set_index("primitive")
+        latency_us = platform.memory.latency_cycles / (platform.clock_ghz * 1e3)
+        assert (vec["misses"] >= 0).all()
+        for prim in ("stat", "tcp_connect", "mmap_read"):
+            assert 0 < vec.loc[prim, "miss_penalty"] <= 1.2 * latency_us, (name, prim)

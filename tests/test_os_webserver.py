@@ -8,7 +8,7 @@ import pytest
 
 from whatif.models.hbench.vector_files import read_vectors, seed_vectors
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.os.webserver import load_webserver, run_server
+from whatif.simulator.os.webserver import cache_simulation, load_webserver, run_server
 from whatif.simulator.platform import load_platform
 
 FAST = load_webserver().model_copy(update={"clients": load_webserver().clients.model_copy(
@@ -155,3 +155,21 @@ def test_a_description_of_another_format_version_is_one_line(tmp_path):
     path.write_text((load_webserver.__defaults__[0]).read_text().replace("schema_version = 1", "schema_version = 9"))
     with pytest.raises(SimulatorInputError, match=r"ws\.toml: schema_version 9 is not supported"):
         load_webserver(path)
+
+
+def test_the_servers_trace_replayed_as_a_cache_simulation_counts_its_misses():
+    """The hybrid's application side: the kernel's calls and user bursts, in the order the server ran
+    them, replayed without timing on the same platform count each primitive's memory reads in the
+    measured window exactly as the timed server did (Westmere has no time-dependent prefetch engines);
+    on the 7447A, whose 512 KB L2 the same trace overflows, a call misses far more than on Westmere."""
+    westmere = load_platform("westmere")
+    run = run_server(westmere, {"static": 1.0}, clients=20, workers=20, requests=150, warmup_requests=50,
+                     seed=4, spec=FAST, trace=True)
+    assert 0 < run.trace_window[0] < run.trace_window[1] == len(run.trace)
+    assert {kind for kind, *_ in run.trace} == {"call", "user"}
+    cache = cache_simulation(westmere, run.trace, run.trace_window, seed=4).set_index("primitive")
+    timed = run.in_context.set_index("primitive")
+    assert (cache["calls"] == timed["calls"]).all() and timed["misses"].sum() > 0
+    assert (cache["misses"] == timed["misses"]).all()
+    g4 = cache_simulation(load_platform("mpc7447a"), run.trace, run.trace_window, seed=4).set_index("primitive")
+    assert g4.loc["tcp_connect", "misses"] > 10 * max(1, cache.loc["tcp_connect", "misses"])

@@ -45,8 +45,8 @@ from whatif.scenarios.render.hbench_os import add_report, speed_figure, speedup_
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.os.microbench import MicrobenchSettings, system_vector
-from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKERS, SATURATED, load_webserver,
-                                           run_server, with_line_speed)
+from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKERS, SATURATED, cache_simulation,
+                                           load_webserver, run_server, with_line_speed)
 from whatif.simulator.platform import load_platform
 
 
@@ -83,14 +83,38 @@ def hbench_os_task(item: dict, shared: dict, progress=None) -> dict:
     if item["kind"] == "vector":
         out = {"vector": system_vector(platform, settings=MicrobenchSettings(
             repetitions=shared["repetitions"], min_ticks=shared["min_ticks"]), seed=item["seed"])}
+    elif item["kind"] == "replay":
+        out = {"cache": cache_simulation(platform, shared["trace"], shared["window"], seed=item["seed"])}
     else:
         run = run_server(platform, item["mix"], shared["clients"], shared["requests"],
                          warmup_requests=shared["warmup"], workers=shared["workers"], seed=item["seed"],
-                         spec=with_line_speed(load_webserver(), shared["line"]))
+                         spec=with_line_speed(load_webserver(), shared["line"]), trace=item.get("trace", False))
         out = {"summary": run.summary, "truss": run.truss, "in_context": run.in_context,
-               "requests": run.requests.assign(platform=item["label"], mix=item["mix_name"])}
+               "requests": run.requests.assign(platform=item["label"], mix=item["mix_name"]),
+               "trace": run.trace, "trace_window": run.trace_window}
     if progress is not None:
         progress(1)
+    return out
+
+
+def _hybrid_terms(app: pd.DataFrame, vector: pd.DataFrame, cache: pd.DataFrame) -> list[dict]:
+    """The hybrid methodology's terms for one request of ``app`` (primitive, count per request) on a
+    platform: per primitive, the memory reads the cache simulation of the server's trace counted (per call
+    or byte, times the count), the warm loops' reads for the same count, the excess (never below 0) and
+    the platform's µs per extra read."""
+    sim = cache.set_index("primitive")
+    v = vector.set_index("primitive")
+    out = []
+    for r in app.itertuples(index=False):
+        if r.primitive not in sim.index or r.primitive not in v.index:
+            continue
+        per_byte = v.loc[r.primitive, "unit"] == "us/byte"
+        units = sim.loc[r.primitive, "bytes"] if per_byte else sim.loc[r.primitive, "calls"]
+        simulated = float(sim.loc[r.primitive, "misses"]) / units * r.count if units else 0.0
+        warm = float(v.loc[r.primitive, "misses"]) * r.count
+        out.append({"primitive": r.primitive, "count": float(r.count), "simulated_misses": simulated,
+                    "warm_misses": warm, "excess_misses": max(0.0, simulated - warm),
+                    "miss_penalty": float(v.loc[r.primitive, "miss_penalty"])})
     return out
 
 
@@ -120,7 +144,8 @@ class HbenchOsStudy(StudyKind):
             label = run.id
             base = {"platform": run.platform, "overrides": list(run.overrides), "label": label, "seed": run.seed}
             items.append({**base, "kind": "vector"})
-            items.append({**base, "kind": "server", "mix": {"static": 1.0}, "mix_name": "static"})
+            items.append({**base, "kind": "server", "mix": {"static": 1.0}, "mix_name": "static",
+                          "trace": run.id == ctx.runs[0].id})     # the reference's: the hybrid's trace
             if run.platform in speedup_on:
                 for d in spec.dynamic_shares:
                     for dyn in ("cgi", "fastcgi"):
@@ -131,11 +156,22 @@ class HbenchOsStudy(StudyKind):
                   "warmup": spec.warmup_requests if spec.warmup_requests is not None else 2 * spec.clients,
                   "line": spec.line_kbit_s, "repetitions": spec.microbench_repetitions,
                   "min_ticks": spec.microbench_min_ticks}
-        with progress_bar(len(items), "hbench-os", enabled=ctx.progress) as advance:
+        with progress_bar(len(items) + len(ctx.runs), "hbench-os", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(hbench_os_task, items, shared=shared, progress=advance, units=1, workers=2)
-        return self._analyse(ctx, spec, items, outs)
+            # the hybrid methodology (§3.1.3): the reference's static server trace replayed on every platform
+            # as a cache simulation
+            traced = next(o for i, o in zip(items, outs) if i.get("trace"))
+            replays = [{"platform": r.platform, "overrides": list(r.overrides), "label": r.id, "seed": r.seed,
+                        "kind": "replay"} for r in ctx.runs]
+            caches = ctx.executor.map(hbench_os_task, replays, shared={"trace": traced["trace"],
+                                                                       "window": traced["trace_window"]},
+                                      progress=advance, units=1, workers=2)
+        for o in outs:
+            o.pop("trace", None)
+        return self._analyse(ctx, spec, items, outs, {i["label"]: o["cache"] for i, o in zip(replays, caches)})
 
-    def _analyse(self, ctx, spec: HbenchOsSpec, items: list[dict], outs: list[dict]) -> StudyOutput:
+    def _analyse(self, ctx, spec: HbenchOsSpec, items: list[dict], outs: list[dict],
+                 caches: dict[str, pd.DataFrame]) -> StudyOutput:
         labels = [r.id for r in ctx.runs]
         reference = labels[0]
         vectors = pd.concat([o["vector"].assign(system=i["label"]) for i, o in zip(items, outs)
@@ -166,10 +202,19 @@ class HbenchOsStudy(StudyKind):
                            "own_truss_predicted_us": own.predicted("static", label),
                            "context_error_pct": 100 * (own.predicted("static", label) - kernel_us) / kernel_us,
                            "user_share": 1 - s["kernel_seconds_per_request"] / s["cpu_seconds_per_request"]}
+        hybrid_rows = []
+        for label in labels:
+            terms = _hybrid_terms(static_app, vectors[vectors.system == label], caches[label])
+            hybrid_rows += [{"platform": label, **t} for t in terms]
+            rows[label]["hybrid_us"] = rows[label]["predicted_us"] + sum(t["excess_misses"] * t["miss_penalty"]
+                                                                         for t in terms)
         for label in labels:
             rows[label]["simulated_speed"] = (rows[label]["simulated_throughput"]
                                               / rows[reference]["simulated_throughput"])
             rows[label]["speed_error_pct"] = 100 * (rows[label]["predicted_speed"] / rows[label]["simulated_speed"] - 1)
+            rows[label]["hybrid_speed"] = rows[reference]["hybrid_us"] / rows[label]["hybrid_us"]
+            rows[label]["hybrid_speed_error_pct"] = 100 * (rows[label]["hybrid_speed"]
+                                                           / rows[label]["simulated_speed"] - 1)
         pred_rank = sorted(labels, key=lambda p: -rows[p]["predicted_speed"])
         sim_rank = sorted(labels, key=lambda p: -rows[p]["simulated_throughput"])
         pairs = [(a, b) for k, a in enumerate(labels) for b in labels[k + 1:]]
@@ -177,6 +222,11 @@ class HbenchOsStudy(StudyKind):
                     (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"]) for a, b in pairs)
         tau = float(kendalltau([rows[p]["predicted_speed"] for p in labels],
                                [rows[p]["simulated_throughput"] for p in labels]).statistic)
+        hybrid_rank = sorted(labels, key=lambda p: -rows[p]["hybrid_speed"])
+        hybrid_agree = sum((rows[a]["hybrid_speed"] > rows[b]["hybrid_speed"]) ==
+                           (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"]) for a, b in pairs)
+        hybrid_tau = float(kendalltau([rows[p]["hybrid_speed"] for p in labels],
+                                      [rows[p]["simulated_throughput"] for p in labels]).statistic)
         breakdowns = [fig61.table("static", label).assign(platform=label, request="static") for label in labels]
         speedups, type_errors = self._speedups(spec, servers, vectors, truss, breakdowns)
         context = []
@@ -190,7 +240,8 @@ class HbenchOsStudy(StudyKind):
         tables = {"system_vectors": vectors, "application_vectors": trusses,
                   "breakdown": pd.concat(breakdowns, ignore_index=True), "throughputs": throughputs,
                   "speedups": speedups, "type_errors": type_errors, "context": pd.DataFrame(context),
-                  "requests": pd.concat([o["requests"] for _, o in servers.values()], ignore_index=True)}
+                  "requests": pd.concat([o["requests"] for _, o in servers.values()], ignore_index=True),
+                  "hybrid": pd.DataFrame(hybrid_rows)}
         fig_speed = figure_png(speed_figure(throughputs, reference))
         figures = {"normalised_throughputs": (fig_speed, "Figure 6-1 analogue")}
         fig_speedup = figure_png(speedup_figure(speedups)) if len(speedups) else None
@@ -200,6 +251,8 @@ class HbenchOsStudy(StudyKind):
                    "unsaturated": [p for p in labels if rows[p]["cpu_utilisation"] < SATURATED],
                    "ranking": {"predicted": pred_rank, "simulated": sim_rank, "pairs_agree": int(agree),
                                "pairs": len(pairs), "kendall_tau": tau},
+                   "ranking_hybrid": {"predicted": hybrid_rank, "pairs_agree": int(hybrid_agree), "pairs": len(pairs),
+                                      "kendall_tau": hybrid_tau},
                    "speedups": speedups.to_dict(orient="records"), "type_errors": type_errors.to_dict(orient="records"),
                    "context": context}
         headline = pd.DataFrame([{"metric": m, "variant": p, "value": rows[p][k]} for p in labels
@@ -207,10 +260,14 @@ class HbenchOsStudy(StudyKind):
                                               (f"simulated speed (x {reference})", "simulated_speed"),
                                               (f"predicted speed (x {reference})", "predicted_speed"),
                                               ("speed prediction error (%)", "speed_error_pct"),
+                                              (f"hybrid predicted speed (x {reference})", "hybrid_speed"),
+                                              ("hybrid speed prediction error (%)", "hybrid_speed_error_pct"),
                                               ("kernel time: vectors vs server (%)", "context_error_pct"))])
         return StudyOutput(results=results, tables=tables, figures=figures, headline=headline,
                            headline_absolute=(f"simulated speed (x {reference})", f"predicted speed (x {reference})",
-                                              "speed prediction error (%)", "kernel time: vectors vs server (%)"),
+                                              "speed prediction error (%)", "kernel time: vectors vs server (%)",
+                                              f"hybrid predicted speed (x {reference})",
+                                              "hybrid speed prediction error (%)"),
                            parameters={"hbench-os": spec.model_dump()},
                            report=lambda rep: add_report(rep, results, tables, fig_speed, fig_speedup))
 

@@ -188,6 +188,19 @@ class Core:
         self.simulation_seconds += time.perf_counter() - t0
         return int(done)
 
+    def make_functional(self) -> None:
+        """From now on :meth:`run` warms instead of timing (:meth:`warm`): a cache simulation of whatever
+        runs on this core -- every stream through its caches, TLBs and predictors, no cycles counted.  The
+        memory kernel's clock (for prefetch engines) advances a cycle an instruction."""
+        clock = [self.cycles]
+
+        def run(block: InstrBlock, *args, **kwargs) -> int:
+            done = self.warm(block, now=clock[0])
+            clock[0] += len(block)
+            return done
+
+        self.run = run
+
     def shift_time(self, cycles: int) -> None:
         """Resume ``cycles`` later: the pipeline as it was, its clock (and ``cycles``) moved on, as after a
         stretch of functionally warmed instructions that took that long (:func:`~simulator.core.warming.shift_time`)."""

@@ -34,7 +34,7 @@ from scipy import stats
 from whatif.simulator.jvm.profiler import COMPILED, JIT_COMPILE, USER_BYTECODE, USER_INVOKE
 from whatif.simulator.jvm.spec import MethodSpec, jvm as jvm_spec, load_methods
 from whatif.simulator.jvm.vm import JavaVM
-from whatif.simulator.os.microbench import MicrobenchSettings, _clock
+from whatif.simulator.os.microbench import COLD_CALLS, MicrobenchSettings, _clock, cold_miss_penalty
 from whatif.simulator.platform import Platform
 
 LOOP_SIZE, LOOP_BYTECODES = 80, 400
@@ -44,7 +44,6 @@ JAVA_SETTINGS = MicrobenchSettings(transfer_bytes=8192)
 COST_SIZES = (8, 64, 512, 4096)          # units per call at which C(s) of a per-unit primitive is measured
 CLASS_SIZES = (512, 1024, 2048, 4096, 8192, 16384)   # class-file bytes at which class loading's C(s) is measured
 FOOTPRINTS = (80, 640, 5120, 20480)          # user-code working sets (bytecodes) at which bytecode's C(s) is measured
-COLD_CALLS = 3                               # calls after a flush of every cache and TLB: the cold cost
 
 
 def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float, min_calls: int = 1, cold: int = 0) -> dict:
@@ -73,16 +72,7 @@ def _measure(vm: JavaVM, op, settings: MicrobenchSettings, per: float, min_calls
     out = {"cost": cost / per, "iterations": n, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6),
            "misses": warm_misses / per}
     if cold:
-        cycles = misses = 0
-        for _ in range(cold):
-            memory.flush_caches()
-            c0, m0 = vm.cycles, memory.memory_demand_reads()
-            op()
-            cycles += vm.cycles - c0
-            misses += memory.memory_demand_reads() - m0
-        extra = misses / cold - warm_misses
-        cold_us = vm.seconds(cycles / cold) * 1e6
-        out["miss_penalty"] = max(0.0, cold_us - cost) / extra if extra > 0 else 0.0
+        out["miss_penalty"] = cold_miss_penalty(memory, op, lambda: vm.cycles, vm.seconds, cost, warm_misses, cold)
     return out
 
 

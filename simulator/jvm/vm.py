@@ -59,11 +59,8 @@ class JavaVM:
         if class_bytes < 64:
             raise SimulatorInputError(f"JavaVM: class_bytes must be >= 64, got {class_bytes}")
         self.core = Core(platform, MemoryHierarchy(platform, seed=seed))
-        if functional:
-            # a cache simulation of the run: every stream through the caches, TLBs and predictors
-            # (:meth:`Core.warm`), no timing; the prefetch engines' clock advances a cycle an instruction
-            self._clock = 0
-            self.core.run = self._warm
+        if functional:              # a cache simulation of the run (no timing)
+            self.core.make_functional()
         self.kernel = Kernel(platform, seed=seed, core=self.core)
         self.code = JvmCode(isa_for(platform.isa), self.spec.interpreter.dispatch, self.spec.jit.code_expansion)
         self.methods: dict[str, MethodSpec] = dict(load_methods().methods)
@@ -89,11 +86,6 @@ class JavaVM:
         self._blocks: OrderedDict[tuple, InstrBlock] = OrderedDict()
 
     # ---- plumbing -----------------------------------------------------------------------------------
-    def _warm(self, block: InstrBlock) -> int:
-        done = Core.warm(self.core, block, now=self._clock)
-        self._clock += len(block)
-        return done
-
     @property
     def cycles(self) -> int:
         return self.core.cycles

@@ -26,9 +26,11 @@ class Kernel:
         self.code = code if code is not None else OsCode(isa_for(platform.isa))
         self.clock_hz = platform.clock_ghz * 1e9
         self._blocks: OrderedDict[tuple, InstrBlock] = OrderedDict()
+        self.trace: list[tuple] | None = None    # when a list: every call and user burst appended in order
         self.calls: dict[str, int] = {}
         self.cycles_by_primitive: dict[str, int] = {}
         self.bytes_by_primitive: dict[str, int] = {}
+        self.misses_by_primitive: dict[str, int] = {}      # memory demand reads of each primitive's calls
 
     def _cached(self, key: tuple, build) -> InstrBlock:
         """The block of ``key``, built by ``build()`` unless one of the last BLOCK_CACHE used is it."""
@@ -47,8 +49,10 @@ class Kernel:
 
     def call(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> int:
         """Run one call; returns its cycles."""
+        if self.trace is not None:
+            self.trace.append(("call", name, int(size), int(src), int(dst)))
         blk = self.block(name, size, src, dst)
-        before = self.core.cycles
+        before, reads = self.core.cycles, self.core.memory.memory_demand_reads()
         self.core.run(blk)
         if self.code.spec(name).tlb_flush:
             self.core.memory.flush_tlbs()
@@ -56,11 +60,15 @@ class Kernel:
         self.calls[name] = self.calls.get(name, 0) + 1
         self.bytes_by_primitive[name] = self.bytes_by_primitive.get(name, 0) + int(size)
         self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
+        self.misses_by_primitive[name] = (self.misses_by_primitive.get(name, 0)
+                                          + self.core.memory.memory_demand_reads() - reads)
         return cycles
 
     def user(self, program: int, process: int, instructions: int, data_kb: float) -> int:
         """Run ``instructions`` of ``program``'s user-mode code in ``process`` (shared text, its own data);
         returns the cycles."""
+        if self.trace is not None:
+            self.trace.append(("user", int(program), int(process), int(instructions), float(data_kb)))
         blk = self._cached(("<user>", int(program), int(process), int(instructions), float(data_kb)),
                            lambda: self.code.user_block(program, process, instructions, data_kb))
         before = self.core.cycles

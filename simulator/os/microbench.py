@@ -54,8 +54,29 @@ def _clock(seconds: float, resolution: float) -> float:
     return math.floor(seconds / resolution) * resolution
 
 
+COLD_CALLS = 3             # calls after a flush of every cache and TLB: the cold cost of the hybrid methodology
+
+
+def cold_miss_penalty(memory, op, cycles, seconds, warm_us: float, warm_misses: float,
+                      calls: int = COLD_CALLS) -> float:
+    """µs per memory read beyond a warm call's (the hybrid methodology's cache-specific cost, seed 003
+    §3.1.3): ``calls`` single calls of ``op`` after every cache and TLB was flushed, their extra time over
+    their extra reads; ``warm_us`` and ``warm_misses`` are a warm call's.  ``cycles()`` reads the core's
+    clock, ``seconds(cycles)`` converts."""
+    spent = reads = 0
+    for _ in range(calls):
+        memory.flush_caches()
+        c0, m0 = cycles(), memory.memory_demand_reads()
+        op()
+        spent += cycles() - c0
+        reads += memory.memory_demand_reads() - m0
+    extra = reads / calls - warm_misses
+    return max(0.0, seconds(spent / calls) * 1e6 - warm_us) / extra if extra > 0 else 0.0
+
+
 def measure(kernel: Kernel, name: str, settings: MicrobenchSettings = MicrobenchSettings()) -> dict:
-    """One primitive's cost on ``kernel``'s platform: µs per call (or per byte) and the measurement."""
+    """One primitive's cost on ``kernel``'s platform: µs per call (or per byte) and the measurement, its
+    warm calls' memory reads per call (or byte) and the cold calls' µs per extra read (``miss_penalty``)."""
     spec = kernel.code.spec(name)
     size = settings.transfer_bytes if spec.unit == "byte" else 0
     src = FILE_PAGES
@@ -73,11 +94,17 @@ def measure(kernel: Kernel, name: str, settings: MicrobenchSettings = Microbench
     n = 1
     while run(n) < settings.min_ticks * settings.timer_resolution_s and n < settings.max_iterations:
         n *= 2
+    memory = kernel.core.memory
+    reads = memory.memory_demand_reads()
     per_call = np.array([run(n) / n for _ in range(settings.repetitions)])
+    warm_misses = (memory.memory_demand_reads() - reads) / (settings.repetitions * n)
     cost = float(stats.trim_mean(per_call, settings.trim / 2)) * 1e6
     unit_cost = cost / size if size else cost
+    penalty = cold_miss_penalty(memory, lambda: kernel.call(name, size, src, dst), lambda: kernel.core.cycles,
+                                kernel.seconds, cost, warm_misses)
     return {"primitive": name, "unit": "us/byte" if size else "us", "cost": unit_cost, "iterations": n,
-            "repetitions": settings.repetitions, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6)}
+            "repetitions": settings.repetitions, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6),
+            "misses": warm_misses / (size or 1), "miss_penalty": penalty}
 
 
 def system_vector(platform: Platform, primitives: list[str] | None = None,

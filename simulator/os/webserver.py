@@ -159,6 +159,8 @@ class ServerRun:
     in_context: pd.DataFrame
     summary: dict[str, Any]
     log: list = field(default_factory=list)
+    trace: list | None = None                 # with ``trace``: the kernel's calls and user bursts in order
+    trace_window: tuple[int, int] = (0, 0)    # the part of ``trace`` the measured window ran
 
 
 class WebServer:
@@ -344,9 +346,10 @@ def client(env: simpy.Environment, server: WebServer, cid: int, log: list | None
 
 def run_server(platform: Platform, mix: dict[str, float], clients: int, requests: int, *, warmup_requests: int = 0,
                workers: int | None = None, seed: int = 0, spec: WebServerSpec | None = None,
-               kernel: Kernel | None = None, log: list | None = None) -> ServerRun:
+               kernel: Kernel | None = None, log: list | None = None, trace: bool = False) -> ServerRun:
     """Serve until ``warmup_requests + requests`` have been served; the figures cover the last ``requests``
-    (from the time the warm-up's last request was served), whose transfers then complete."""
+    (from the time the warm-up's last request was served), whose transfers then complete.  ``trace``: keep
+    the kernel's calls and user bursts in the order they ran (for :func:`cache_simulation`)."""
     if clients < 1:
         raise SimulatorInputError(f"clients: must be >= 1, got {clients}")
     if requests < 1:
@@ -361,6 +364,8 @@ def run_server(platform: Platform, mix: dict[str, float], clients: int, requests
     spec = spec or load_webserver()
     env = simpy.Environment()
     server = WebServer(env, platform, spec, Mix(dict(mix)), seed, workers, kernel)
+    if trace:
+        server.kernel.trace = []
     for cid in range(clients):
         env.process(client(env, server, cid, log))
     total = warmup_requests + requests
@@ -371,10 +376,15 @@ def run_server(platform: Platform, mix: dict[str, float], clients: int, requests
             server.kernel.calls.clear()
             server.kernel.cycles_by_primitive.clear()
             server.kernel.bytes_by_primitive.clear()
+            server.kernel.misses_by_primitive.clear()
+            marks["trace"] = len(server.kernel.trace or ())
         env.step()
     window = max(env.now - marks["start"], 1e-12)
     busy = server.cpu_busy - marks["busy"]
     in_context = _in_context(server.kernel)
+    traced = server.kernel.trace
+    traced_window = (marks["trace"], len(traced or ()))
+    server.kernel.trace = None
     server.closed = True
     env.run()                                             # the measured requests' transfers complete
     rows = pd.DataFrame(server.rows[warmup_requests:total])
@@ -391,7 +401,33 @@ def run_server(platform: Platform, mix: dict[str, float], clients: int, requests
         "mean_bytes": float(rows["bytes"].mean()),
     }
     truss = _truss(rows, server.traces[warmup_requests:total])
-    return ServerRun(requests=rows, truss=truss, in_context=in_context, summary=summary, log=log or [])
+    return ServerRun(requests=rows, truss=truss, in_context=in_context, summary=summary, log=log or [],
+                     trace=traced, trace_window=traced_window)
+
+
+def cache_simulation(platform: Platform, trace: list[tuple], window: tuple[int, int], seed: int = 0) -> pd.DataFrame:
+    """A server's kernel trace (:attr:`ServerRun.trace`: its calls and user bursts in the order they ran)
+    replayed on ``platform`` as a cache simulation (no timing: :meth:`Core.make_functional`) -- the
+    hybrid methodology's application-side count (seed 003 §3.1.3: the application's trace fed to a cache
+    simulator of the target).  Per primitive of the trace's ``window``: calls, bytes and the memory
+    demand reads its calls made."""
+    kernel = Kernel(platform, seed=seed)
+    kernel.core.make_functional()
+    memory = kernel.core.memory
+    rows: dict[str, list[int]] = {}
+    for i, (kind, *args) in enumerate(trace):
+        if kind == "user":
+            kernel.user(*args)
+            continue
+        reads = memory.memory_demand_reads()
+        kernel.call(*args)
+        if window[0] <= i < window[1]:
+            r = rows.setdefault(args[0], [0, 0, 0])
+            r[0] += 1
+            r[1] += args[1]
+            r[2] += memory.memory_demand_reads() - reads
+    return pd.DataFrame([{"primitive": k, "calls": c, "bytes": b, "misses": m} for k, (c, b, m) in rows.items()],
+                        columns=["primitive", "calls", "bytes", "misses"])
 
 
 def _truss(rows: pd.DataFrame, traces: list[dict[str, float]]) -> pd.DataFrame:
@@ -416,5 +452,6 @@ def _in_context(kernel: Kernel) -> pd.DataFrame:
         per_byte = kernel.code.spec(prim).unit == "byte"
         units = kernel.bytes_by_primitive.get(prim, 0) if per_byte else calls
         rows.append({"primitive": prim, "unit": "us/byte" if per_byte else "us", "calls": calls,
-                     "cost": 1e6 * seconds / units if units else float("nan"), "seconds": seconds})
-    return pd.DataFrame(rows, columns=["primitive", "unit", "calls", "cost", "seconds"])
+                     "cost": 1e6 * seconds / units if units else float("nan"), "seconds": seconds,
+                     "misses": kernel.misses_by_primitive.get(prim, 0)})
+    return pd.DataFrame(rows, columns=["primitive", "unit", "calls", "cost", "seconds", "misses"])
