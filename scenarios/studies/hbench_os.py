@@ -11,15 +11,20 @@ the kernel time its server actually spent per request measures the vector model'
 data in the caches.  On the ``speedup_platforms`` the server also serves mixes with ``dynamic_shares`` of
 CGI and of FastCGI requests: the simulated speedup of switching CGI to FastCGI is the ratio of the
 saturated throughputs, the predicted one is r = s1/s2 and r' with each ``user_over_s1`` and with the
-server's measured user share (§6.3.3.3, Figure 6-2).
+server's measured user share (§6.3.3.3, Figure 6-2).  The hybrid methodology (§3.1.3) is reported beside
+the vectors: the reference's static server trace replayed on every platform as a cache simulation
+(:func:`simulator.os.webserver.cache_simulation`), each truss primitive's memory reads beyond the warm
+loops' priced at the platform's cold-call µs per read and added to the prediction.
 
 ``results.json``::
 
     {"platforms": {p: {"predicted_us", "predicted_speed", "simulated_throughput", "simulated_speed",
                        "speed_error_pct", "cpu_utilisation", "cpu_us_per_request", "kernel_us_in_server",
-                       "own_truss_predicted_us", "context_error_pct", "user_share"}},
+                       "own_truss_predicted_us", "context_error_pct", "user_share", "hybrid_us", "hybrid_speed",
+                       "hybrid_speed_error_pct"}},
      "reference": p, "unsaturated": [p...],
      "ranking": {"predicted": [...], "simulated": [...], "pairs_agree": k, "pairs": n, "kendall_tau": t},
+     "ranking_hybrid": {"predicted": [...], "pairs_agree": k, "pairs": n, "kendall_tau": t},
      "speedups": [{"platform", "dynamic", "s1_us", "s2_us", "simulated", "r", "r_error_pct",
                    "r_prime_<u>", "r_prime_<u>_error_pct", "measured_user_over_s1", "r_prime_measured",
                    "r_prime_measured_error_pct"}],
@@ -28,7 +33,8 @@ server's measured user share (§6.3.3.3, Figure 6-2).
 
 Tables: ``system_vectors``, ``application_vectors`` (every truss), ``breakdown`` (Tables 6-2..6-5
 analogues), ``throughputs``, ``speedups``, ``type_errors``, ``context``, ``requests`` (every measured
-request of every server run).
+request of every server run), ``hybrid`` (per platform and truss primitive: cache-simulated and warm-loop
+reads per request, the excess, µs per read).
 """
 
 from __future__ import annotations
@@ -116,6 +122,17 @@ def _hybrid_terms(app: pd.DataFrame, vector: pd.DataFrame, cache: pd.DataFrame) 
                     "warm_misses": warm, "excess_misses": max(0.0, simulated - warm),
                     "miss_penalty": float(v.loc[r.primitive, "miss_penalty"])})
     return out
+
+
+def _ranking(rows: dict[str, dict], labels: list[str], key: str) -> dict:
+    """The platforms ordered by a predictor's speed ``key`` (fastest first) and its agreement with the
+    simulated throughputs: platform pairs ordered alike, of all pairs, and Kendall's τ."""
+    pairs = [(a, b) for k, a in enumerate(labels) for b in labels[k + 1:]]
+    agree = sum((rows[a][key] > rows[b][key]) == (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"])
+                for a, b in pairs)
+    tau = float(kendalltau([rows[p][key] for p in labels], [rows[p]["simulated_throughput"] for p in labels]).statistic)
+    return {"predicted": sorted(labels, key=lambda p: -rows[p][key]), "pairs_agree": int(agree), "pairs": len(pairs),
+            "kendall_tau": tau}
 
 
 def _mix_name(mix: dict[str, float]) -> str:
@@ -215,18 +232,9 @@ class HbenchOsStudy(StudyKind):
             rows[label]["hybrid_speed"] = rows[reference]["hybrid_us"] / rows[label]["hybrid_us"]
             rows[label]["hybrid_speed_error_pct"] = 100 * (rows[label]["hybrid_speed"]
                                                            / rows[label]["simulated_speed"] - 1)
-        pred_rank = sorted(labels, key=lambda p: -rows[p]["predicted_speed"])
-        sim_rank = sorted(labels, key=lambda p: -rows[p]["simulated_throughput"])
-        pairs = [(a, b) for k, a in enumerate(labels) for b in labels[k + 1:]]
-        agree = sum((rows[a]["predicted_speed"] > rows[b]["predicted_speed"]) ==
-                    (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"]) for a, b in pairs)
-        tau = float(kendalltau([rows[p]["predicted_speed"] for p in labels],
-                               [rows[p]["simulated_throughput"] for p in labels]).statistic)
-        hybrid_rank = sorted(labels, key=lambda p: -rows[p]["hybrid_speed"])
-        hybrid_agree = sum((rows[a]["hybrid_speed"] > rows[b]["hybrid_speed"]) ==
-                           (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"]) for a, b in pairs)
-        hybrid_tau = float(kendalltau([rows[p]["hybrid_speed"] for p in labels],
-                                      [rows[p]["simulated_throughput"] for p in labels]).statistic)
+        ranking = {**_ranking(rows, labels, "predicted_speed"),
+                   "simulated": sorted(labels, key=lambda p: -rows[p]["simulated_throughput"])}
+        ranking_hybrid = _ranking(rows, labels, "hybrid_speed")
         breakdowns = [fig61.table("static", label).assign(platform=label, request="static") for label in labels]
         speedups, type_errors = self._speedups(spec, servers, vectors, truss, breakdowns)
         context = []
@@ -249,10 +257,7 @@ class HbenchOsStudy(StudyKind):
             figures["speedups"] = (fig_speedup, "Figure 6-2 analogue")
         results = {"platforms": rows, "reference": reference,
                    "unsaturated": [p for p in labels if rows[p]["cpu_utilisation"] < SATURATED],
-                   "ranking": {"predicted": pred_rank, "simulated": sim_rank, "pairs_agree": int(agree),
-                               "pairs": len(pairs), "kendall_tau": tau},
-                   "ranking_hybrid": {"predicted": hybrid_rank, "pairs_agree": int(hybrid_agree), "pairs": len(pairs),
-                                      "kendall_tau": hybrid_tau},
+                   "ranking": ranking, "ranking_hybrid": ranking_hybrid,
                    "speedups": speedups.to_dict(orient="records"), "type_errors": type_errors.to_dict(orient="records"),
                    "context": context}
         headline = pd.DataFrame([{"metric": m, "variant": p, "value": rows[p][k]} for p in labels
