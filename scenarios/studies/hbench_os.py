@@ -13,8 +13,9 @@ CGI and of FastCGI requests: the simulated speedup of switching CGI to FastCGI i
 saturated throughputs, the predicted one is r = s1/s2 and r' with each ``user_over_s1`` and with the
 server's measured user share (§6.3.3.3, Figure 6-2).  The hybrid methodology (§3.1.3) is reported beside
 the vectors: the reference's static server trace replayed on every platform as a cache simulation
-(:func:`simulator.os.webserver.cache_simulation`), each truss primitive's memory reads beyond the warm
-loops' priced at the platform's cold-call µs per read and added to the prediction.
+(:func:`simulator.os.webserver.cache_simulation`), each truss primitive's demand misses at every cache
+depth and its page walks beyond the warm loops' priced at the platform's µs per miss of that depth
+(:func:`simulator.os.microbench.level_miss_prices`) and added to the prediction.
 
 ``results.json``::
 
@@ -33,8 +34,8 @@ loops' priced at the platform's cold-call µs per read and added to the predicti
 
 Tables: ``system_vectors``, ``application_vectors`` (every truss), ``breakdown`` (Tables 6-2..6-5
 analogues), ``throughputs``, ``speedups``, ``type_errors``, ``context``, ``requests`` (every measured
-request of every server run), ``hybrid`` (per platform and truss primitive: cache-simulated and warm-loop
-reads per request, the excess, µs per read).
+request of every server run), ``hybrid`` (per platform, truss primitive and miss element -- a cache depth or
+the page walks --: cache-simulated and warm-loop misses per request, the difference, µs per miss).
 """
 
 from __future__ import annotations
@@ -105,22 +106,27 @@ def hbench_os_task(item: dict, shared: dict, progress=None) -> dict:
 
 def _hybrid_terms(app: pd.DataFrame, vector: pd.DataFrame, cache: pd.DataFrame) -> list[dict]:
     """The hybrid methodology's terms for one request of ``app`` (primitive, count per request) on a
-    platform: per primitive, the memory reads the cache simulation of the server's trace counted (per call
-    or byte, times the count), the warm loops' reads for the same count, the excess (never below 0) and
-    the platform's µs per extra read."""
+    platform, level by level: per primitive and miss element (each cache depth's demand misses, page
+    walks), the misses the cache simulation of the server's trace counted (per call or byte, times the
+    count), the warm loops' for the same count, the difference and the platform's µs per miss of that
+    element.  The model is linear, as the seed's cache-hit and cache-miss reads are: a request's
+    primitive costs its warm cost plus its misses beyond the warm loop's at their prices, or less where
+    the server's calls miss less often than the loop's (a 900-byte send against a 64 KB loop)."""
     sim = cache.set_index("primitive")
     v = vector.set_index("primitive")
+    elements = [c[len("misses_"):] for c in sim.columns if c.startswith("misses_")]
     out = []
     for r in app.itertuples(index=False):
         if r.primitive not in sim.index or r.primitive not in v.index:
             continue
         per_byte = v.loc[r.primitive, "unit"] == "us/byte"
         units = sim.loc[r.primitive, "bytes"] if per_byte else sim.loc[r.primitive, "calls"]
-        simulated = float(sim.loc[r.primitive, "misses"]) / units * r.count if units else 0.0
-        warm = float(v.loc[r.primitive, "misses"]) * r.count
-        out.append({"primitive": r.primitive, "count": float(r.count), "simulated_misses": simulated,
-                    "warm_misses": warm, "excess_misses": max(0.0, simulated - warm),
-                    "miss_penalty": float(v.loc[r.primitive, "miss_penalty"])})
+        for e in elements:
+            simulated = float(sim.loc[r.primitive, f"misses_{e}"]) / units * r.count if units else 0.0
+            warm = float(v.loc[r.primitive, f"misses_{e}"]) * r.count
+            out.append({"primitive": r.primitive, "element": e, "count": float(r.count),
+                        "simulated_misses": simulated, "warm_misses": warm, "excess_misses": simulated - warm,
+                        "price_us": float(v.loc[r.primitive, f"price_{e}"])})
     return out
 
 
@@ -223,7 +229,7 @@ class HbenchOsStudy(StudyKind):
         for label in labels:
             terms = _hybrid_terms(static_app, vectors[vectors.system == label], caches[label])
             hybrid_rows += [{"platform": label, **t} for t in terms]
-            rows[label]["hybrid_us"] = rows[label]["predicted_us"] + sum(t["excess_misses"] * t["miss_penalty"]
+            rows[label]["hybrid_us"] = rows[label]["predicted_us"] + sum(t["excess_misses"] * t["price_us"]
                                                                          for t in terms)
         for label in labels:
             rows[label]["simulated_speed"] = (rows[label]["simulated_throughput"]

@@ -39,8 +39,9 @@ def _plru_table(ways: int) -> list[int]:
     return [v - 2**64 if v >= 2**63 else v for v in out]      # as int64 bit patterns
 
 
-def _depth_order(platform: Platform) -> list[str]:
-    """Cache level names ordered so that every level comes after all levels that feed it."""
+def _depths(platform: Platform) -> dict[str, int]:
+    """Each cache level's depth: 0 for a level nothing feeds (the L1s), else one more than the deepest
+    level that feeds it."""
     caches = platform.caches
     depth: dict[str, int] = {}
 
@@ -50,7 +51,13 @@ def _depth_order(platform: Platform) -> list[str]:
             depth[name] = 0 if not uppers else 1 + max(d(u) for u in uppers)
         return depth[name]
 
-    return sorted(caches, key=lambda n: (d(n), list(caches).index(n)))
+    return {name: d(name) for name in caches}
+
+
+def _depth_order(platform: Platform) -> list[str]:
+    """Cache level names ordered so that every level comes after all levels that feed it."""
+    depth = _depths(platform)
+    return sorted(depth, key=lambda n: (depth[n], list(depth).index(n)))
 
 
 class MemoryHierarchy:
@@ -60,6 +67,10 @@ class MemoryHierarchy:
         self.platform = platform
         self.seed = int(seed)
         self.level_names = _depth_order(platform)
+        depth = _depths(platform)
+        self.level_depths = [depth[name] for name in self.level_names]    # per level of level_names
+        self._depth_index = np.asarray(self.level_depths, dtype=np.intp)
+        self._depth_count = max(self.level_depths) + 1
         self.tlb_names = list(platform.tlbs)
         self._engine_words: list[tuple[int, int]] = []     # (state offset, engines) of levels with engines
         self._tlb_tags: list[tuple[int, int]] = []         # (state offset, words) of each TLB's tags
@@ -206,14 +217,35 @@ class MemoryHierarchy:
         for at, words in self._tlb_tags:
             S[at:at + words] = -1
 
-    def flush_caches(self) -> None:
-        """Invalidate every line of every cache and every TLB entry, dirty data dropped (no writeback
-        traffic): the cold start of a cold-cache measurement."""
+    def flush_caches(self, depth: int | None = None, tlbs: bool = True) -> None:
+        """Invalidate every line of every cache of ``depth`` or less (None: every cache; 0: the L1s; see
+        :attr:`level_depths`) and, with ``tlbs``, every TLB entry; dirty data dropped (no writeback
+        traffic): the cold start of a cold-cache measurement, or, flushed to a depth, one whose data
+        come from the next level."""
         S = self.state.S
-        for at, words, meta_at, meta_words in self._cache_lines:
-            S[at:at + words] = -1
-            S[meta_at:meta_at + meta_words] = 0
-        self.flush_tlbs()
+        for (at, words, meta_at, meta_words), d in zip(self._cache_lines, self.level_depths):
+            if depth is None or d <= depth:
+                S[at:at + words] = -1
+                S[meta_at:meta_at + meta_words] = 0
+        if tlbs:
+            self.flush_tlbs()
+
+    def demand_misses(self) -> np.ndarray:
+        """Demand misses so far (instruction fetches, loads, stores, page walks; not prefetches) per cache
+        depth -- element d sums the levels of depth d, the accesses a level deeper supplied -- and, last,
+        the page walks of every TLB: what a cache simulation counts, level by level."""
+        N = L.views(self.state.S).N
+        nl, nt = len(self.level_names), len(self.tlb_names)
+        out = np.zeros(self._depth_count + 1, dtype=np.int64)
+        np.add.at(out, self._depth_index, N[:nl, L.CN_MISS + L.SRC_IFETCH:L.CN_MISS + L.SRC_WALK + 1].sum(axis=1))
+        out[-1] = N[L.TROW0:L.TROW0 + nt, L.TN_WALKS].sum()
+        return out
+
+    def demand_miss_names(self) -> list[str]:
+        """Names of the elements of :meth:`demand_misses`: each depth's levels joined by '+' (``L1I+L1D``,
+        ``L2``, ...), then ``walks``."""
+        depths = range(self._depth_count)
+        return ["+".join(n for n, d in zip(self.level_names, self.level_depths) if d == k) for k in depths] + ["walks"]
 
     def memory_demand_reads(self) -> int:
         """Lines read from memory on demand so far (instruction fetches, loads, stores, page walks; not

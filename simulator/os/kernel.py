@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 from whatif.simulator.core import Core
 from whatif.simulator.isa import InstrBlock, isa_for
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
@@ -30,7 +32,8 @@ class Kernel:
         self.calls: dict[str, int] = {}
         self.cycles_by_primitive: dict[str, int] = {}
         self.bytes_by_primitive: dict[str, int] = {}
-        self.misses_by_primitive: dict[str, int] = {}      # memory demand reads of each primitive's calls
+        self.misses_by_primitive: dict[str, np.ndarray] = {}   # each primitive's calls' demand misses per
+                                                                # cache depth and walks (demand_misses)
 
     def _cached(self, key: tuple, build) -> InstrBlock:
         """The block of ``key``, built by ``build()`` unless one of the last BLOCK_CACHE used is it."""
@@ -52,7 +55,7 @@ class Kernel:
         if self.trace is not None:
             self.trace.append(("call", name, int(size), int(src), int(dst)))
         blk = self.block(name, size, src, dst)
-        before, reads = self.core.cycles, self.core.memory.memory_demand_reads()
+        before, misses = self.core.cycles, self.core.memory.demand_misses()
         self.core.run(blk)
         if self.code.spec(name).tlb_flush:
             self.core.memory.flush_tlbs()
@@ -61,7 +64,7 @@ class Kernel:
         self.bytes_by_primitive[name] = self.bytes_by_primitive.get(name, 0) + int(size)
         self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
         self.misses_by_primitive[name] = (self.misses_by_primitive.get(name, 0)
-                                          + self.core.memory.memory_demand_reads() - reads)
+                                          + self.core.memory.demand_misses() - misses)
         return cycles
 
     def user(self, program: int, process: int, instructions: int, data_kb: float) -> int:

@@ -74,9 +74,47 @@ def cold_miss_penalty(memory, op, cycles, seconds, warm_us: float, warm_misses: 
     return max(0.0, seconds(spent / calls) * 1e6 - warm_us) / extra if extra > 0 else 0.0
 
 
+def level_miss_prices(memory, op, cycles, seconds, warm_us: float, warm_misses: np.ndarray,
+                      calls: int = COLD_CALLS) -> np.ndarray:
+    """µs per demand miss at each cache depth and per page walk (the elements of
+    :meth:`MemoryHierarchy.demand_misses`) beyond a warm call's: the hybrid methodology's cache-specific
+    costs (seed 003 §3.1.3) level by level, as lmbench's lat_mem_rd prices each level.
+
+    ``calls`` single calls of ``op`` after the caches of depth 0 (the L1s) were flushed, then after
+    depths 0-1, ..., then every cache (the TLBs warm throughout), and last after only the TLBs were
+    flushed.  Flushed to depth d, a call's extra misses are at depths 0..d, so its extra time, less
+    what the shallower depths' prices account for, over its extra misses at depth d is depth d's price
+    (a triangular solve); the walks' price comes from the TLB flush the same way.  A price is never
+    below 0; a depth the call misses no more often than warm (nothing of it there to lose) costs 0.
+    ``warm_us`` and ``warm_misses`` (the miss vector) are a warm call's; ``cycles()`` reads the core's
+    clock, ``seconds(cycles)`` converts."""
+    depths = len(warm_misses) - 1
+    prices = np.zeros(len(warm_misses))
+
+    def cold(flush) -> tuple[float, np.ndarray]:
+        spent, misses = 0, np.zeros(len(warm_misses))
+        for _ in range(calls):
+            flush()
+            c0, m0 = cycles(), memory.demand_misses()
+            op()
+            spent += cycles() - c0
+            misses += memory.demand_misses() - m0
+        return seconds(spent / calls) * 1e6 - warm_us, misses / calls - warm_misses
+
+    for e in list(range(depths)) + [depths]:
+        extra_us, extra = cold((lambda d=e: memory.flush_caches(d, tlbs=False)) if e < depths
+                               else memory.flush_tlbs)
+        if extra[e] > 0:
+            rest = extra_us - float(np.dot(np.delete(extra, e), np.delete(prices, e)))
+            prices[e] = max(0.0, rest / extra[e])
+    return prices
+
+
 def measure(kernel: Kernel, name: str, settings: MicrobenchSettings = MicrobenchSettings()) -> dict:
-    """One primitive's cost on ``kernel``'s platform: µs per call (or per byte) and the measurement, its
-    warm calls' memory reads per call (or byte) and the cold calls' µs per extra read (``miss_penalty``)."""
+    """One primitive's cost on ``kernel``'s platform: µs per call (or per byte) and the measurement; its
+    warm calls' demand misses per call (or byte) at each cache depth and page walks (``misses_<levels>``,
+    :meth:`MemoryHierarchy.demand_misses`) and the µs per miss beyond those of each
+    (``price_<levels>``, :func:`level_miss_prices`)."""
     spec = kernel.code.spec(name)
     size = settings.transfer_bytes if spec.unit == "byte" else 0
     src = FILE_PAGES
@@ -95,16 +133,19 @@ def measure(kernel: Kernel, name: str, settings: MicrobenchSettings = Microbench
     while run(n) < settings.min_ticks * settings.timer_resolution_s and n < settings.max_iterations:
         n *= 2
     memory = kernel.core.memory
-    reads = memory.memory_demand_reads()
+    before = memory.demand_misses()
     per_call = np.array([run(n) / n for _ in range(settings.repetitions)])
-    warm_misses = (memory.memory_demand_reads() - reads) / (settings.repetitions * n)
+    warm_misses = (memory.demand_misses() - before) / (settings.repetitions * n)
     cost = float(stats.trim_mean(per_call, settings.trim / 2)) * 1e6
     unit_cost = cost / size if size else cost
-    penalty = cold_miss_penalty(memory, lambda: kernel.call(name, size, src, dst), lambda: kernel.core.cycles,
-                                kernel.seconds, cost, warm_misses)
+    prices = level_miss_prices(memory, lambda: kernel.call(name, size, src, dst), lambda: kernel.core.cycles,
+                               kernel.seconds, cost, warm_misses)
+    names = memory.demand_miss_names()
+    levels = {f"misses_{k}": float(m) / (size or 1) for k, m in zip(names, warm_misses)}
+    levels |= {f"price_{k}": float(p) for k, p in zip(names, prices)}
     return {"primitive": name, "unit": "us/byte" if size else "us", "cost": unit_cost, "iterations": n,
             "repetitions": settings.repetitions, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6),
-            "misses": warm_misses / (size or 1), "miss_penalty": penalty}
+            **levels}
 
 
 def system_vector(platform: Platform, primitives: list[str] | None = None,
