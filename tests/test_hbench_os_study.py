@@ -69,12 +69,12 @@ def test_the_prediction_is_the_dot_product_of_the_tables(study):
     assert set(breakdown[breakdown.platform == "baseline@nehalem"].request) == {"static", "cgi", "fastcgi"}
 
 
-def test_the_hybrid_adds_the_traces_misses_level_by_level_at_their_prices(study):
+def test_the_hybrid_adds_the_traces_lines_level_by_level_at_their_prices(study):
     """Hybrid (§3.1.3): the reference's static server trace replayed on each platform as a cache simulation;
-    per primitive of the truss and per cache depth (and page walks), the misses beyond the warm loops' for
-    the same count, at the platform's µs per miss of that depth, added to Figure 6-1's prediction.  The
-    7447A's kernel misses in the server (its L2 overflows) move its prediction towards what its server
-    paid."""
+    per primitive of the truss and per cache depth (and page walks), the lines brought in beyond the warm
+    loops' for the same count, at the platform's µs per line of that depth, added to Figure 6-1's
+    prediction.  The 7447A's kernel lines from memory in the server (its L2 overflows) move its prediction
+    towards what its server paid."""
     done, doc = study
     hybrid = pd.read_parquet(done.out_dir / "hybrid.parquet")
     systems = pd.read_parquet(done.out_dir / "system_vectors.parquet")
@@ -85,11 +85,11 @@ def test_the_hybrid_adds_the_traces_misses_level_by_level_at_their_prices(study)
         assert set(h.element) == elements[label]
         vec = systems[systems.system == label].set_index("primitive")
         for e, g in h.groupby("element"):
-            assert (g.warm_misses == g["count"] * vec.loc[g.primitive, f"misses_{e}"].to_numpy()).all()
+            assert (g.warm_lines == g["count"] * vec.loc[g.primitive, f"lines_{e}"].to_numpy()).all()
             assert (g.price_us == vec.loc[g.primitive, f"price_{e}"].to_numpy()).all()
-        assert (h.excess_misses == h.simulated_misses - h.warm_misses).all()
+        assert (h.excess_lines == h.simulated_lines - h.warm_lines).all()
         assert (h.price_us >= 0).all()
-        assert v["hybrid_us"] == pytest.approx(v["predicted_us"] + float((h.excess_misses * h.price_us).sum()))
+        assert v["hybrid_us"] == pytest.approx(v["predicted_us"] + float((h.excess_lines * h.price_us).sum()))
         assert v["hybrid_speed"] == pytest.approx(doc["platforms"]["baseline@mpc7447a"]["hybrid_us"] / v["hybrid_us"])
     ref = doc["platforms"]["baseline@mpc7447a"]
     assert ref["predicted_us"] < ref["hybrid_us"] <= 1.5 * ref["kernel_us_in_server"]

@@ -9,7 +9,7 @@ import pytest
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import FLAG_SERIALIZING, OP_BRANCH, OP_LOAD, OP_STORE, isa_for
 from whatif.simulator.os.kernel import Kernel
-from whatif.simulator.os.microbench import (FILE_PAGES, USER_BUFFER, MicrobenchSettings, level_miss_prices, measure,
+from whatif.simulator.os.microbench import (FILE_PAGES, USER_BUFFER, MicrobenchSettings, lines_in_prices, measure,
                                             system_vector)
 from whatif.simulator.os.primitives import OsCode, load_primitives, primitive_names
 from whatif.simulator.platform import load_platform
@@ -145,37 +145,37 @@ def test_os_vector_command_writes_a_system_vector_predict_reads(tmp_path):
 
 
 def test_the_level_prices_predict_a_fully_cold_call():
-    """The hybrid's system side: each loop's warm demand misses per call (or byte) at each cache depth and
-    its page walks, and their prices from calls after flushes to each depth (TLBs warm) and of the TLBs
+    """The hybrid's system side: the lines each loop's warm calls bring into each cache depth, their page
+    walks, and the prices of those from calls after flushes to each depth (TLBs warm) and of the TLBs
     alone.  Additive prices must predict a state they were not solved on -- a call after every cache and
-    every TLB was flushed -- from the warm cost and that call's extra misses."""
+    every TLB was flushed -- from the warm cost and that call's extra lines."""
     settings = MicrobenchSettings(repetitions=3, min_ticks=20)
     for name in ("nehalem", "z10"):
         for prim in ("stat", "tcp_transfer"):
             kernel = Kernel(load_platform(name))
             row = measure(kernel, prim, settings)
             memory = kernel.core.memory
-            names = memory.demand_miss_names()
+            names = memory.lines_in_names()
             size = settings.transfer_bytes if row["unit"] == "us/byte" else 0
-            warm = np.array([row[f"misses_{e}"] for e in names]) * (size or 1)
+            warm = np.array([row[f"lines_{e}"] for e in names]) * (size or 1)
             price = np.array([row[f"price_{e}"] for e in names])
             assert (warm >= 0).all() and (price >= 0).all() and price[-2] > 0, (name, prim)
             memory.flush_caches()
-            c0, m0 = kernel.core.cycles, memory.demand_misses()
+            c0, l0 = kernel.core.cycles, memory.lines_in()
             kernel.call(prim, size, FILE_PAGES, USER_BUFFER)
             cold_us = kernel.seconds(kernel.core.cycles - c0) * 1e6
-            predicted = row["per_call_us"] + float((memory.demand_misses() - m0 - warm) @ price)
+            predicted = row["per_call_us"] + float((memory.lines_in() - l0 - warm) @ price)
             assert predicted == pytest.approx(cold_us, rel=0.05), (name, prim)
 
 
 class _LevelledMemory:
-    """A memory whose call misses, after a flush to depth d, ``lost[k]`` more lines at every depth k <= d
+    """A memory whose call brings in, after a flush to depth d, ``lost[k]`` more lines at every depth k <= d
     (the TLB flush: ``lost_walks`` walks), each at a known price: the triangular solve must give the
     prices back exactly."""
 
     def __init__(self, prices, lost, lost_walks, warm):
         self.prices, self.lost, self.lost_walks, self.warm = np.asarray(prices, float), lost, lost_walks, warm
-        self.misses = np.zeros(len(prices))
+        self.lines = np.zeros(len(prices))
         self.cycles = 0.0
         self.cold_to, self.tlb_cold = -1, False
 
@@ -185,26 +185,26 @@ class _LevelledMemory:
     def flush_tlbs(self):
         self.tlb_cold = True
 
-    def demand_misses(self):
-        return self.misses.copy()
+    def lines_in(self):
+        return self.lines.copy()
 
     def op(self):
         extra = np.array(self.warm, float)
         extra[:self.cold_to + 1] += self.lost[:self.cold_to + 1]
         extra[-1] += self.lost_walks if self.tlb_cold else 0
-        self.misses += extra
+        self.lines += extra
         self.cycles += 100 + float(extra @ self.prices)
         self.cold_to, self.tlb_cold = -1, False
 
 
 def test_level_prices_are_solved_depth_by_depth():
-    prices = [2.0, 11.0, 170.0, 30.0]                # L1 misses, L2 misses, L3 misses, walks (cycles)
+    prices = [2.0, 11.0, 170.0, 30.0]                # lines into L1, L2, L3; walks (cycles)
     mem = _LevelledMemory(prices, lost=[40, 25, 9], lost_walks=6, warm=[5, 1, 0, 0])
-    warm_us = 100 + 5 * 2.0 + 11.0                  # a warm call: its own misses at their prices
-    got = level_miss_prices(mem, mem.op, lambda: mem.cycles, lambda c: c * 1e-6, warm_us,
+    warm_us = 100 + 5 * 2.0 + 11.0                  # a warm call: its own lines at their prices
+    got = lines_in_prices(mem, mem.op, lambda: mem.cycles, lambda c: c * 1e-6, warm_us,
                             np.array([5.0, 1.0, 0.0, 0.0]))
     assert got == pytest.approx(prices, rel=1e-12)
     # a depth the call never loses anything at costs nothing, and prices never go negative
     mem = _LevelledMemory([2.0, 11.0, 170.0, 30.0], lost=[40, 0, 9], lost_walks=0, warm=[0, 0, 0, 0])
-    got = level_miss_prices(mem, mem.op, lambda: mem.cycles, lambda c: c * 1e-6, 100.0, np.zeros(4))
+    got = lines_in_prices(mem, mem.op, lambda: mem.cycles, lambda c: c * 1e-6, 100.0, np.zeros(4))
     assert got == pytest.approx([2.0, 0.0, 170.0, 0.0], rel=1e-12)

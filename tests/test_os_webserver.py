@@ -157,12 +157,12 @@ def test_a_description_of_another_format_version_is_one_line(tmp_path):
         load_webserver(path)
 
 
-def test_the_servers_trace_replayed_as_a_cache_simulation_counts_its_misses():
+def test_the_servers_trace_replayed_as_a_cache_simulation_counts_its_lines():
     """The hybrid's application side: the kernel's calls and user bursts, in the order the server ran
-    them, replayed without timing on the same platform count each primitive's demand misses at every
+    them, replayed without timing on the same platform count the lines each primitive brought into every
     cache depth, and its page walks, in the measured window exactly as the timed server did (Westmere has
     no time-dependent prefetch engines); on the 7447A, whose 512 KB L2 the same trace overflows, a call
-    misses its last level far more often than on Westmere."""
+    brings far more lines into its last level than on Westmere."""
     westmere = load_platform("westmere")
     run = run_server(westmere, {"static": 1.0}, clients=20, workers=20, requests=150, warmup_requests=50,
                      seed=4, spec=FAST, trace=True)
@@ -170,9 +170,9 @@ def test_the_servers_trace_replayed_as_a_cache_simulation_counts_its_misses():
     assert {kind for kind, *_ in run.trace} == {"call", "user"}
     cache = cache_simulation(westmere, run.trace, run.trace_window, seed=4).set_index("primitive")
     timed = run.in_context.set_index("primitive")
-    levels = ["misses_L1I+L1D", "misses_L2", "misses_L3", "misses_walks"]
-    assert [c for c in cache.columns if c.startswith("misses_")] == levels
+    levels = ["lines_L1I+L1D", "lines_L2", "lines_L3", "lines_walks"]
+    assert [c for c in cache.columns if c.startswith("lines_")] == levels
     assert (cache["calls"] == timed["calls"]).all() and (timed[levels].sum() > 0).all()
     assert (cache[levels] == timed[levels]).all().all()
     g4 = cache_simulation(load_platform("mpc7447a"), run.trace, run.trace_window, seed=4).set_index("primitive")
-    assert g4.loc["tcp_connect", "misses_L2"] > 10 * max(1, cache.loc["tcp_connect", "misses_L3"])
+    assert g4.loc["tcp_connect", "lines_L2"] > 10 * max(1, cache.loc["tcp_connect", "lines_L3"])

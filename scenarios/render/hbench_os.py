@@ -68,9 +68,10 @@ def add_report(rep: Report, results: dict, tables: dict[str, pd.DataFrame], fig_
     if hyb is not None:
         rep.heading("The hybrid methodology (§3.1.3)")
         rep.paragraph(f"The reference's static server trace (every kernel call and user burst, in order) replayed "
-                      f"on each platform as a cache simulation; per primitive of the truss, its demand misses at "
-                      f"each cache depth and its page walks beyond what the warm loops counted for the same "
-                      f"count, each priced at the platform's µs per miss of that depth (the microbenchmark once "
+                      f"on each platform as a cache simulation; per primitive of the truss, the lines it brought "
+                      f"into each cache depth (demand misses and prefetches) and its page walks beyond what the "
+                      f"warm loops counted for the same count, each priced at the platform's µs per line of that "
+                      f"depth (the microbenchmark once "
                       f"more after the caches were flushed to each depth, and after the TLBs alone were: a "
                       f"triangular solve), added to the vector prediction.  Order {', '.join(hyb['predicted'])}: "
                       f"{hyb['pairs_agree']} of {hyb['pairs']} pairs agree with the simulation (Kendall τ "

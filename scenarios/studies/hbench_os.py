@@ -13,9 +13,9 @@ CGI and of FastCGI requests: the simulated speedup of switching CGI to FastCGI i
 saturated throughputs, the predicted one is r = s1/s2 and r' with each ``user_over_s1`` and with the
 server's measured user share (§6.3.3.3, Figure 6-2).  The hybrid methodology (§3.1.3) is reported beside
 the vectors: the reference's static server trace replayed on every platform as a cache simulation
-(:func:`simulator.os.webserver.cache_simulation`), each truss primitive's demand misses at every cache
-depth and its page walks beyond the warm loops' priced at the platform's µs per miss of that depth
-(:func:`simulator.os.microbench.level_miss_prices`) and added to the prediction.
+(:func:`simulator.os.webserver.cache_simulation`), the lines each truss primitive brought into every
+cache depth and its page walks beyond the warm loops' priced at the platform's µs per line of that
+depth (:func:`simulator.os.microbench.lines_in_prices`) and added to the prediction.
 
 ``results.json``::
 
@@ -34,8 +34,9 @@ depth and its page walks beyond the warm loops' priced at the platform's µs per
 
 Tables: ``system_vectors``, ``application_vectors`` (every truss), ``breakdown`` (Tables 6-2..6-5
 analogues), ``throughputs``, ``speedups``, ``type_errors``, ``context``, ``requests`` (every measured
-request of every server run), ``hybrid`` (per platform, truss primitive and miss element -- a cache depth or
-the page walks --: cache-simulated and warm-loop misses per request, the difference, µs per miss).
+request of every server run), ``hybrid`` (per platform, truss primitive and element -- the lines into a cache
+depth, or the page walks --: cache-simulated and warm-loop counts per request, the difference, µs per
+line).
 """
 
 from __future__ import annotations
@@ -106,15 +107,15 @@ def hbench_os_task(item: dict, shared: dict, progress=None) -> dict:
 
 def _hybrid_terms(app: pd.DataFrame, vector: pd.DataFrame, cache: pd.DataFrame) -> list[dict]:
     """The hybrid methodology's terms for one request of ``app`` (primitive, count per request) on a
-    platform, level by level: per primitive and miss element (each cache depth's demand misses, page
-    walks), the misses the cache simulation of the server's trace counted (per call or byte, times the
-    count), the warm loops' for the same count, the difference and the platform's µs per miss of that
+    platform, level by level: per primitive and element (the lines brought into each cache depth, the page
+    walks), what the cache simulation of the server's trace counted (per call or byte, times the count),
+    the warm loops' count for the same count, the difference and the platform's µs per line of that
     element.  The model is linear, as the seed's cache-hit and cache-miss reads are: a request's
-    primitive costs its warm cost plus its misses beyond the warm loop's at their prices, or less where
-    the server's calls miss less often than the loop's (a 900-byte send against a 64 KB loop)."""
+    primitive costs its warm cost plus its lines beyond the warm loop's at their prices, or less where
+    the server's calls bring in fewer than the loop's (a 900-byte send against a 64 KB loop)."""
     sim = cache.set_index("primitive")
     v = vector.set_index("primitive")
-    elements = [c[len("misses_"):] for c in sim.columns if c.startswith("misses_")]
+    elements = [c[len("lines_"):] for c in sim.columns if c.startswith("lines_")]
     out = []
     for r in app.itertuples(index=False):
         if r.primitive not in sim.index or r.primitive not in v.index:
@@ -122,10 +123,10 @@ def _hybrid_terms(app: pd.DataFrame, vector: pd.DataFrame, cache: pd.DataFrame) 
         per_byte = v.loc[r.primitive, "unit"] == "us/byte"
         units = sim.loc[r.primitive, "bytes"] if per_byte else sim.loc[r.primitive, "calls"]
         for e in elements:
-            simulated = float(sim.loc[r.primitive, f"misses_{e}"]) / units * r.count if units else 0.0
-            warm = float(v.loc[r.primitive, f"misses_{e}"]) * r.count
+            simulated = float(sim.loc[r.primitive, f"lines_{e}"]) / units * r.count if units else 0.0
+            warm = float(v.loc[r.primitive, f"lines_{e}"]) * r.count
             out.append({"primitive": r.primitive, "element": e, "count": float(r.count),
-                        "simulated_misses": simulated, "warm_misses": warm, "excess_misses": simulated - warm,
+                        "simulated_lines": simulated, "warm_lines": warm, "excess_lines": simulated - warm,
                         "price_us": float(v.loc[r.primitive, f"price_{e}"])})
     return out
 
@@ -229,7 +230,7 @@ class HbenchOsStudy(StudyKind):
         for label in labels:
             terms = _hybrid_terms(static_app, vectors[vectors.system == label], caches[label])
             hybrid_rows += [{"platform": label, **t} for t in terms]
-            rows[label]["hybrid_us"] = rows[label]["predicted_us"] + sum(t["excess_misses"] * t["price_us"]
+            rows[label]["hybrid_us"] = rows[label]["predicted_us"] + sum(t["excess_lines"] * t["price_us"]
                                                                          for t in terms)
         for label in labels:
             rows[label]["simulated_speed"] = (rows[label]["simulated_throughput"]

@@ -230,28 +230,26 @@ class MemoryHierarchy:
         if tlbs:
             self.flush_tlbs()
 
-    def demand_misses(self) -> np.ndarray:
-        """Demand misses so far (instruction fetches, loads, stores, page walks; not prefetches) per cache
-        depth -- element d sums the levels of depth d, the accesses a level deeper supplied -- and, last,
-        the page walks of every TLB: what a cache simulation counts, level by level."""
+    def lines_in(self) -> np.ndarray:
+        """Lines brought into the caches of each depth from deeper levels or memory so far -- demand misses
+        (instruction fetches, loads, stores, page walks) and prefetches issued at a level of that depth
+        (element d sums the levels of depth d: ``L2_LINES_IN`` for the L2) -- and, last, the page walks of
+        every TLB: the traffic each level of the hierarchy carried, what a cache simulation counts level
+        by level.  (Demand misses alone would miss what streams in through the prefetchers: once
+        prefetches take time, a stream costs its lines whether or not a demand finds them missing.)"""
         N = L.views(self.state.S).N
         nl, nt = len(self.level_names), len(self.tlb_names)
+        per_level = N[:nl, L.CN_MISS + L.SRC_IFETCH:L.CN_MISS + L.SRC_WALK + 1].sum(axis=1) + N[:nl, L.CN_PF_ISSUED]
         out = np.zeros(self._depth_count + 1, dtype=np.int64)
-        np.add.at(out, self._depth_index, N[:nl, L.CN_MISS + L.SRC_IFETCH:L.CN_MISS + L.SRC_WALK + 1].sum(axis=1))
+        np.add.at(out, self._depth_index, per_level)
         out[-1] = N[L.TROW0:L.TROW0 + nt, L.TN_WALKS].sum()
         return out
 
-    def demand_miss_names(self) -> list[str]:
-        """Names of the elements of :meth:`demand_misses`: each depth's levels joined by '+' (``L1I+L1D``,
-        ``L2``, ...), then ``walks``."""
+    def lines_in_names(self) -> list[str]:
+        """Names of the elements of :meth:`lines_in`: each depth's levels joined by '+' (``L1I+L1D``, ``L2``,
+        ...), then ``walks``."""
         depths = range(self._depth_count)
         return ["+".join(n for n, d in zip(self.level_names, self.level_depths) if d == k) for k in depths] + ["walks"]
-
-    def memory_demand_reads(self) -> int:
-        """Lines read from memory on demand so far (instruction fetches, loads, stores, page walks; not
-        prefetches): the misses a cache simulation counts against the last level."""
-        mem = L.views(self.state.S).N[L.MEMROW]
-        return int(sum(int(mem[s]) for s in (L.SRC_IFETCH, L.SRC_LOAD, L.SRC_STORE, L.SRC_WALK)))
 
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
             progress: Callable[[int], None] | None = None, chunk: int = 1 << 22,

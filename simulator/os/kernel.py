@@ -32,8 +32,8 @@ class Kernel:
         self.calls: dict[str, int] = {}
         self.cycles_by_primitive: dict[str, int] = {}
         self.bytes_by_primitive: dict[str, int] = {}
-        self.misses_by_primitive: dict[str, np.ndarray] = {}   # each primitive's calls' demand misses per
-                                                                # cache depth and walks (demand_misses)
+        self.lines_by_primitive: dict[str, np.ndarray] = {}    # lines each primitive's calls brought into
+                                                                # each cache depth, and walks (lines_in)
 
     def _cached(self, key: tuple, build) -> InstrBlock:
         """The block of ``key``, built by ``build()`` unless one of the last BLOCK_CACHE used is it."""
@@ -55,7 +55,7 @@ class Kernel:
         if self.trace is not None:
             self.trace.append(("call", name, int(size), int(src), int(dst)))
         blk = self.block(name, size, src, dst)
-        before, misses = self.core.cycles, self.core.memory.demand_misses()
+        before, lines = self.core.cycles, self.core.memory.lines_in()
         self.core.run(blk)
         if self.code.spec(name).tlb_flush:
             self.core.memory.flush_tlbs()
@@ -63,8 +63,7 @@ class Kernel:
         self.calls[name] = self.calls.get(name, 0) + 1
         self.bytes_by_primitive[name] = self.bytes_by_primitive.get(name, 0) + int(size)
         self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
-        self.misses_by_primitive[name] = (self.misses_by_primitive.get(name, 0)
-                                          + self.core.memory.demand_misses() - misses)
+        self.lines_by_primitive[name] = self.lines_by_primitive.get(name, 0) + self.core.memory.lines_in() - lines
         return cycles
 
     def user(self, program: int, process: int, instructions: int, data_kb: float) -> int:

@@ -74,34 +74,34 @@ def cold_miss_penalty(memory, op, cycles, seconds, warm_us: float, warm_misses: 
     return max(0.0, seconds(spent / calls) * 1e6 - warm_us) / extra if extra > 0 else 0.0
 
 
-def level_miss_prices(memory, op, cycles, seconds, warm_us: float, warm_misses: np.ndarray,
-                      calls: int = COLD_CALLS) -> np.ndarray:
-    """µs per demand miss at each cache depth and per page walk (the elements of
-    :meth:`MemoryHierarchy.demand_misses`) beyond a warm call's: the hybrid methodology's cache-specific
-    costs (seed 003 §3.1.3) level by level, as lmbench's lat_mem_rd prices each level.
+def lines_in_prices(memory, op, cycles, seconds, warm_us: float, warm_lines: np.ndarray,
+                    calls: int = COLD_CALLS) -> np.ndarray:
+    """µs per line brought into each cache depth and per page walk (the elements of
+    :meth:`MemoryHierarchy.lines_in`) beyond a warm call's: the hybrid methodology's cache-specific costs
+    (seed 003 §3.1.3) level by level, as lmbench's lat_mem_rd prices each level.
 
     ``calls`` single calls of ``op`` after the caches of depth 0 (the L1s) were flushed, then after
     depths 0-1, ..., then every cache (the TLBs warm throughout), and last after only the TLBs were
-    flushed.  Flushed to depth d, a call's extra misses are at depths 0..d, so its extra time, less
-    what the shallower depths' prices account for, over its extra misses at depth d is depth d's price
+    flushed.  Flushed to depth d, a call's extra lines come in at depths 0..d, so its extra time, less
+    what the shallower depths' prices account for, over its extra lines at depth d is depth d's price
     (a triangular solve); the walks' price comes from the TLB flush the same way.  A price is never
-    below 0; a depth the call misses no more often than warm (nothing of it there to lose) costs 0.
-    ``warm_us`` and ``warm_misses`` (the miss vector) are a warm call's; ``cycles()`` reads the core's
-    clock, ``seconds(cycles)`` converts."""
-    depths = len(warm_misses) - 1
-    prices = np.zeros(len(warm_misses))
+    below 0; a depth at which the call brings in no more lines than warm (nothing of it there to lose)
+    costs 0.  ``warm_us`` and ``warm_lines`` are a warm call's; ``cycles()`` reads the core's clock,
+    ``seconds(cycles)`` converts."""
+    depths = len(warm_lines) - 1
+    prices = np.zeros(len(warm_lines))
 
     def cold(flush) -> tuple[float, np.ndarray]:
-        spent, misses = 0, np.zeros(len(warm_misses))
+        spent, lines = 0, np.zeros(len(warm_lines))
         for _ in range(calls):
             flush()
-            c0, m0 = cycles(), memory.demand_misses()
+            c0, l0 = cycles(), memory.lines_in()
             op()
             spent += cycles() - c0
-            misses += memory.demand_misses() - m0
-        return seconds(spent / calls) * 1e6 - warm_us, misses / calls - warm_misses
+            lines += memory.lines_in() - l0
+        return seconds(spent / calls) * 1e6 - warm_us, lines / calls - warm_lines
 
-    for e in list(range(depths)) + [depths]:
+    for e in range(depths + 1):
         extra_us, extra = cold((lambda d=e: memory.flush_caches(d, tlbs=False)) if e < depths
                                else memory.flush_tlbs)
         if extra[e] > 0:
@@ -111,10 +111,10 @@ def level_miss_prices(memory, op, cycles, seconds, warm_us: float, warm_misses: 
 
 
 def measure(kernel: Kernel, name: str, settings: MicrobenchSettings = MicrobenchSettings()) -> dict:
-    """One primitive's cost on ``kernel``'s platform: µs per call (or per byte) and the measurement; its
-    warm calls' demand misses per call (or byte) at each cache depth and page walks (``misses_<levels>``,
-    :meth:`MemoryHierarchy.demand_misses`) and the µs per miss beyond those of each
-    (``price_<levels>``, :func:`level_miss_prices`)."""
+    """One primitive's cost on ``kernel``'s platform: µs per call (or per byte) and the measurement; the
+    lines its warm calls brought into each cache depth and their page walks, per call (or byte)
+    (``lines_<levels>``, :meth:`MemoryHierarchy.lines_in`), and the µs per line beyond those of each
+    (``price_<levels>``, :func:`lines_in_prices`)."""
     spec = kernel.code.spec(name)
     size = settings.transfer_bytes if spec.unit == "byte" else 0
     src = FILE_PAGES
@@ -133,15 +133,15 @@ def measure(kernel: Kernel, name: str, settings: MicrobenchSettings = Microbench
     while run(n) < settings.min_ticks * settings.timer_resolution_s and n < settings.max_iterations:
         n *= 2
     memory = kernel.core.memory
-    before = memory.demand_misses()
+    before = memory.lines_in()
     per_call = np.array([run(n) / n for _ in range(settings.repetitions)])
-    warm_misses = (memory.demand_misses() - before) / (settings.repetitions * n)
+    warm_lines = (memory.lines_in() - before) / (settings.repetitions * n)
     cost = float(stats.trim_mean(per_call, settings.trim / 2)) * 1e6
     unit_cost = cost / size if size else cost
-    prices = level_miss_prices(memory, lambda: kernel.call(name, size, src, dst), lambda: kernel.core.cycles,
-                               kernel.seconds, cost, warm_misses)
-    names = memory.demand_miss_names()
-    levels = {f"misses_{k}": float(m) / (size or 1) for k, m in zip(names, warm_misses)}
+    prices = lines_in_prices(memory, lambda: kernel.call(name, size, src, dst), lambda: kernel.core.cycles,
+                             kernel.seconds, cost, warm_lines)
+    names = memory.lines_in_names()
+    levels = {f"lines_{k}": float(m) / (size or 1) for k, m in zip(names, warm_lines)}
     levels |= {f"price_{k}": float(p) for k, p in zip(names, prices)}
     return {"primitive": name, "unit": "us/byte" if size else "us", "cost": unit_cost, "iterations": n,
             "repetitions": settings.repetitions, "per_call_us": cost, "spread_us": float(np.ptp(per_call) * 1e6),

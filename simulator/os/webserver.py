@@ -376,7 +376,7 @@ def run_server(platform: Platform, mix: dict[str, float], clients: int, requests
             server.kernel.calls.clear()
             server.kernel.cycles_by_primitive.clear()
             server.kernel.bytes_by_primitive.clear()
-            server.kernel.misses_by_primitive.clear()
+            server.kernel.lines_by_primitive.clear()
             marks["trace"] = len(server.kernel.trace or ())
         env.step()
     window = max(env.now - marks["start"], 1e-12)
@@ -409,26 +409,26 @@ def cache_simulation(platform: Platform, trace: list[tuple], window: tuple[int, 
     """A server's kernel trace (:attr:`ServerRun.trace`: its calls and user bursts in the order they ran)
     replayed on ``platform`` as a cache simulation (no timing: :meth:`Core.make_functional`) -- the
     hybrid methodology's application-side count (seed 003 §3.1.3: the application's trace fed to a cache
-    simulator of the target).  Per primitive of the trace's ``window``: calls, bytes and their demand
-    misses level by level (``misses_<levels>`` per cache depth and ``misses_walks``,
-    :meth:`MemoryHierarchy.demand_misses`)."""
+    simulator of the target).  Per primitive of the trace's ``window``: calls, bytes and the lines its
+    calls brought into each cache depth and their page walks (``lines_<levels>``, ``lines_walks``:
+    :meth:`MemoryHierarchy.lines_in`)."""
     kernel = Kernel(platform, seed=seed)
     kernel.core.make_functional()
     memory = kernel.core.memory
-    names = memory.demand_miss_names()
+    names = memory.lines_in_names()
     rows: dict[str, np.ndarray] = {}
     for i, (kind, *args) in enumerate(trace):
         if kind == "user":
             kernel.user(*args)
             continue
-        before = memory.demand_misses()
+        before = memory.lines_in()
         kernel.call(*args)
         if window[0] <= i < window[1]:
             r = rows.setdefault(args[0], np.zeros(2 + len(names), dtype=np.int64))
             r[0] += 1
             r[1] += args[1]
-            r[2:] += memory.demand_misses() - before
-    columns = ["calls", "bytes"] + [f"misses_{n}" for n in names]
+            r[2:] += memory.lines_in() - before
+    columns = ["calls", "bytes"] + [f"lines_{n}" for n in names]
     return pd.DataFrame([{"primitive": k, **dict(zip(columns, map(int, r)))} for k, r in rows.items()],
                         columns=["primitive"] + columns)
 
@@ -448,16 +448,16 @@ def _truss(rows: pd.DataFrame, traces: list[dict[str, float]]) -> pd.DataFrame:
 
 def _in_context(kernel: Kernel) -> pd.DataFrame:
     """Each primitive's mean cost as the server paid it: µs per call, or per byte for per-byte ones (the
-    system vector in context, against the microbenchmarks' warm loops), and its calls' demand misses
-    level by level (``misses_<levels>``, as :func:`cache_simulation` counts them)."""
-    names = [f"misses_{n}" for n in kernel.core.memory.demand_miss_names()]
+    system vector in context, against the microbenchmarks' warm loops), and the lines its calls brought
+    into each cache depth (``lines_<levels>``, as :func:`cache_simulation` counts them)."""
+    names = [f"lines_{n}" for n in kernel.core.memory.lines_in_names()]
     rows = []
     for prim, calls in kernel.calls.items():
         seconds = kernel.seconds(kernel.cycles_by_primitive.get(prim, 0))
         per_byte = kernel.code.spec(prim).unit == "byte"
         units = kernel.bytes_by_primitive.get(prim, 0) if per_byte else calls
-        misses = kernel.misses_by_primitive.get(prim, np.zeros(len(names), dtype=np.int64))
+        lines = kernel.lines_by_primitive.get(prim, np.zeros(len(names), dtype=np.int64))
         rows.append({"primitive": prim, "unit": "us/byte" if per_byte else "us", "calls": calls,
                      "cost": 1e6 * seconds / units if units else float("nan"), "seconds": seconds,
-                     **dict(zip(names, map(int, misses)))})
+                     **dict(zip(names, map(int, lines)))})
     return pd.DataFrame(rows, columns=["primitive", "unit", "calls", "cost", "seconds"] + names)
