@@ -230,6 +230,12 @@ class MemoryHierarchy:
         if tlbs:
             self.flush_tlbs()
 
+    def memory_demand_reads(self) -> int:
+        """Lines read from memory on demand so far (instruction fetches, loads, stores, page walks; not
+        prefetches): the misses a cache simulation counts against the last level."""
+        mem = L.views(self.state.S).N[L.MEMROW]
+        return int(sum(int(mem[s]) for s in (L.SRC_IFETCH, L.SRC_LOAD, L.SRC_STORE, L.SRC_WALK)))
+
     def lines_in(self) -> np.ndarray:
         """Lines brought into the caches of each depth from deeper levels or memory so far -- demand misses
         (instruction fetches, loads, stores, page walks) and prefetches issued at a level of that depth
