@@ -54,7 +54,7 @@ class SimulateSpec(BaseModel):
     def collect_spec(self, where: str = "simulate.sample") -> CollectSpec:
         return CollectSpec(instructions=self.instructions, warmup=self.warmup, sampling=self.sampling_scaled(),
                            pmu=self.pmu, os_noise=self.os_noise, predictor=self.predictor,
-                           sample=self.smarts(where))
+                           sample=self.smarts(where), time_scale=self.time_scale)
 
 
 def check_workloads(workloads: list[str], source: str) -> None:

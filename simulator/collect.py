@@ -36,7 +36,9 @@ PmuMode = Literal["ideal", "physical"]
 class CollectSpec:
     """What to count of one configuration: program instructions (after ``warmup`` uncounted ones),
     the counter sampling in simulated seconds, the counting mode, OS noise and the branch predictor;
-    ``sample``: a SMARTS sampled run (:mod:`simulator.smarts`) instead of a full detailed one."""
+    ``sample``: a SMARTS sampled run (:mod:`simulator.smarts`) instead of a full detailed one;
+    ``time_scale``: simulated seconds per second of the run the simulation stands for, which decides
+    how finely the timer's work is spread (:class:`~simulator.osnoise.TimerNoise`)."""
     instructions: int
     warmup: int = 0
     sampling: Sampling | None = None
@@ -44,6 +46,11 @@ class CollectSpec:
     os_noise: bool = True
     predictor: str | None = None
     sample: SmartsSpec | None = None
+    time_scale: float = 1.0
+
+    def noise(self) -> TimerNoise | None:
+        """The timer interrupts of a run (None without OS noise)."""
+        return TimerNoise(time_scale=self.time_scale) if self.os_noise else None
 
 
 def pmu_groups(platform: Platform, mode: PmuMode) -> list[EventGroup] | None:
@@ -82,7 +89,7 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
 def _machine(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int,
              on_retired: Callable[[int], None] | None = None) -> Machine:
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
-                input_seed=program_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+                input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
     m.on_retired = on_retired
     return m.warm_up(spec.warmup) if spec.warmup else m
 
@@ -156,7 +163,7 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
     check_sample(spec)
     run_seed = int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
-                input_seed=program_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+                input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
     m.on_retired = on_retired
     if spec.warmup:
         m.warm_functionally(spec.warmup)

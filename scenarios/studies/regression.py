@@ -84,6 +84,7 @@ class RegressionSpec(BaseModel):
     collector: str = "mark-sweep"
     pmu: Literal["ideal", "physical"] = "physical"
     os_noise: bool = True
+    time_scale: float = Field(default=1e-4, gt=0, allow_inf_nan=False)   # the timer's spreading (TimerNoise)
     same_input: bool = True                                  # every run reads the benchmark's one input
     response: str = "cycles"
     predictors: list[str] | None = None                        # default: every other platform event
@@ -125,7 +126,7 @@ def run_configuration(item: dict, shared: dict, progress=None) -> dict:
                         instructions=shared["instructions"], instructions_per_unit=shared["instructions_per_unit"],
                         seed=item["program_seed"], run_seed=int(seeds[i].generate_state(1)[0]),
                         input_seed=item["program_seed"] if shared["same_input"] else None,
-                        noise=TimerNoise() if shared["os_noise"] else None, collector=shared["collector"],
+                        noise=TimerNoise(time_scale=shared["time_scale"]) if shared["os_noise"] else None, collector=shared["collector"],
                         alloc_scale=shared["heap_scale"])
         m.run()
         counters = m.counters()
@@ -203,7 +204,7 @@ class RegressionStudyKind(StudyKind):
         items = self._items(ctx.runs, spec)
         shared = {"instructions": spec.instructions, "instructions_per_unit": spec.instructions_per_unit,
                   "heap_scale": spec.heap_scale, "collector": spec.collector, "pmu": spec.pmu,
-                  "os_noise": spec.os_noise, "same_input": spec.same_input}
+                  "os_noise": spec.os_noise, "time_scale": spec.time_scale, "same_input": spec.same_input}
         compile_kernels(ctx.progress)
         workers = spec.workers or _cores()
         started = time.perf_counter()
