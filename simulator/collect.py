@@ -23,7 +23,7 @@ from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import Platform
 from whatif.simulator.pmu import EventGroup, evaluate, event_groups, merge_groups
-from whatif.simulator.sampling import Sampling, sample
+from whatif.simulator.sampling import Sampling, sample, sample_schedules
 from whatif.simulator.smarts import SmartsSpec, run_sampled
 
 MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
@@ -38,7 +38,9 @@ class CollectSpec:
     the counter sampling in simulated seconds, the counting mode, OS noise and the branch predictor;
     ``sample``: a SMARTS sampled run (:mod:`simulator.smarts`) instead of a full detailed one;
     ``time_scale``: simulated seconds per second of the run the simulation stands for, which decides
-    how finely the timer's work is spread (:class:`~simulator.osnoise.TimerNoise`)."""
+    how finely the timer's work is spread (:class:`~simulator.osnoise.TimerNoise`); ``sensitivity``:
+    further counter schedules read over the first run beside ``sampling`` (seed 002 §4.1), whose
+    per-interval CPI the result carries as ``sensitivity_cpi``."""
     instructions: int
     warmup: int = 0
     sampling: Sampling | None = None
@@ -47,6 +49,7 @@ class CollectSpec:
     predictor: str | None = None
     sample: SmartsSpec | None = None
     time_scale: float = 1.0
+    sensitivity: tuple[Sampling, ...] = ()
 
     def noise(self) -> TimerNoise | None:
         """The timer interrupts of a run (None without OS noise)."""
@@ -114,11 +117,15 @@ def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_s
     n_runs = pmu_run_count(platform, spec.pmu)
     run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(replicate_seed).spawn(n_runs)]
     pmu = platform.pmu
-    per_run_counters, series, first = [], [], None
+    per_run_counters, series, first, sensitivity = [], [], None, []
     for i in range(n_runs):
         m = _machine(platform, workload, spec, program_seed, run_seeds[i], on_retired)
         if spec.sampling is not None:
-            rows = sample(m, spec.sampling)
+            if i == 0 and spec.sensitivity:
+                rows, *extra = sample_schedules(m, [spec.sampling, *spec.sensitivity])
+                sensitivity = [[r["cycles"] / r["instructions"] for r in rs if r["instructions"]] for rs in extra]
+            else:
+                rows = sample(m, spec.sampling)
             m.run()
             for r in rows:
                 ev = evaluate(pmu.sources, r, pmu.events)
@@ -137,7 +144,8 @@ def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_s
     return {"totals": totals, "counters": counters, "cpi": counters["cycles"] / max(1, instructions),
             "cpi_stack": machine.cpi_stack(), "seconds": machine.seconds(), "pmu_runs": n_runs,
             "sim_instructions_per_s": machine.instructions_per_second(),
-            "timeseries": _merged_series(series, groups)}
+            "timeseries": _merged_series(series, groups),
+            **({"sensitivity_cpi": sensitivity} if spec.sensitivity else {})}
 
 
 def check_sample(spec: CollectSpec, where: str = "--sample") -> None:

@@ -47,6 +47,7 @@ MEAN_IMPROVEMENT_PCT = {pair: {"similar to Y": float(v["similar_to_reference"]),
 # §4.1: the three sampling settings [s_i, s_p] (s), the delay, and the mean CPI change between consecutive ones (%)
 SENSITIVITY = {"settings": [tuple(float(x) for x in s) for s in _DOC["sensitivity"]["settings"]],
                "delay_s": float(_DOC["sensitivity"]["delay_s"]),
+               "printed_ratios_pct": [float(x) for x in _DOC["sensitivity"]["printed_ratios_pct"]],
                "mean_cpi_change_pct": [float(x) for x in _DOC["sensitivity"]["mean_cpi_change_pct"]]}
 
 
