@@ -184,14 +184,15 @@ class Fidelity:
         changes, Table 9's % correct.  ``variant`` names the rows that have none of their own."""
         rows = []
         for label, rho in self.doc.get("table1_mean_rho", {}).items():
-            rows.append({"metric": f"Table 1: mean rho(sim, seed signature) @{label.rpartition('@')[2]}",
+            rows.append({"metric": f"Table 1 signature rho, mean @{label.rpartition('@')[2]}",
                          "variant": self.labels.get(label, variant), "value": rho, "published": np.nan})
         s = self.sensitivity_summary
         for r in (s[s["platform"] == "all"].to_dict("records") if len(s) else []):
-            rows.append({"metric": f"§4.1: mean |change| of mean CPI, {r['from']} -> {r['to']}", "variant": variant,
+            span = f"{r['from'].partition('(')[2].rstrip(')')} -> {r['to'].partition('(')[2].rstrip(')')}"
+            rows.append({"metric": f"§4.1 mean CPI change {span} (%)", "variant": variant,
                          "value": r["sim mean |change| (%)"], "published": r["seed mean change (%)"]})
         for r in self.table9.to_dict("records"):
-            rows.append({"metric": f"Table 9: % correct {r['current -> candidate']}", "variant": variant,
+            rows.append({"metric": f"Table 9 % correct {r['current -> candidate']}", "variant": variant,
                          "value": r["sim % correct"], "published": r["seed % correct"]})
         return pd.DataFrame(rows, columns=["metric", "variant", "value", "published"])
 
