@@ -39,12 +39,19 @@ real tick compressed by ``s``.  A piece is at least one instruction (the core's
 quantum), so :meth:`TimerNoise.pieces` is ``min(handler instructions, round(1 / s))``:
 at ``s = 1`` (real time) a tick is one burst, as on a real machine; at the shipped
 studies' scales (``s`` <= 1e-4, below one over the handler's ~1,700 instructions)
-every handler instruction is its own piece, due every ``period / n`` cycles
-(~5,000 on the Xeons).  Each piece is the handler's code and data in the handler's
-order, so per period the same PCs and the same kernel lines are touched, cold
-after a period of program execution as a real tick's are; a window then sees the
-timer's share to within one handler instruction.  A piece is preemptible by the
-sampling engine's reads like a whole handler (:mod:`simulator.machine`).
+a piece would be one instruction.  Each piece is the handler's code and data in
+the handler's order, so per period the same PCs and the same kernel lines are
+touched, cold after a period of program execution as a real tick's are.
+
+One bound is the simulator's, not the kernel's: every piece is a call into the
+core (some 40 µs of host time), so pieces come at least ``min_piece_cycles`` =
+20,000 cycles apart (8 µs at 2.5 GHz, 13 µs at 1.5 GHz): 450-670 pieces of 3-4
+instructions a period on the Xeons, 300 of 6 on the 7447A, instead of ~1,700 of
+one.  A window then sees the timer's share to within one such piece: the
+similarity study's 7.5 µs windows (19-25 k cycles) hold about one, the regression
+study's 0.3-2 ms windows 20-150.  ``min_piece_cycles = 0`` lifts the bound.  A
+piece is preemptible by the sampling engine's reads like a whole handler
+(:mod:`simulator.machine`).
 """
 
 from __future__ import annotations
@@ -69,21 +76,28 @@ class TimerNoise:
     mean_expiring: float = 2.0         # estimate: timers expiring per tick (Poisson)
     data_kb: int = 64                  # kernel data the handler walks (runqueue, timer wheel, task structs)
     time_scale: float = 1.0            # simulated seconds per second of the run simulated (1: real time)
+    min_piece_cycles: int = 20_000     # pieces at least this far apart: a simulation-cost bound (module docstring)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.time_scale) and self.time_scale > 0):
             raise ValueError(f"TimerNoise.time_scale must be a finite number > 0, got {self.time_scale}")
         if self.hz <= 0:
             raise ValueError(f"TimerNoise.hz must be > 0, got {self.hz}")
+        if self.min_piece_cycles < 0:
+            raise ValueError(f"TimerNoise.min_piece_cycles must be >= 0, got {self.min_piece_cycles}")
 
     def period_cycles(self, clock_hz: float) -> int:
         return int(round(clock_hz / self.hz))
 
-    def pieces(self, instructions: int) -> int:
+    def pieces(self, instructions: int, period_cycles: int | None = None) -> int:
         """How many pieces a tick's handler of ``instructions`` is spread into over its period: the real
-        ticks the period stands for at this time scale, at least one instruction each (module docstring)."""
+        ticks the period stands for at this time scale, at least one instruction each and, with
+        ``min_piece_cycles``, at least that far apart in a period of ``period_cycles`` (module docstring)."""
         real_ticks = 1.0 / self.time_scale
-        return max(1, min(int(instructions), int(round(real_ticks)) if real_ticks < 2 ** 62 else 2 ** 62))
+        m = min(int(instructions), int(round(real_ticks)) if real_ticks < 2 ** 62 else 2 ** 62)
+        if self.min_piece_cycles > 0 and period_cycles is not None:
+            m = min(m, period_cycles // self.min_piece_cycles)
+        return max(1, m)
 
 
 class TickHandler:
@@ -156,6 +170,7 @@ class TimerInterrupts:
         self.stop = 0                              # end of the running piece
         self.ticks = 0                             # handlers completed
         self.instructions = 0                      # handler instructions retired
+        self.started = 0                           # pieces started
         if noise.pieces(2) > 1:                    # spread: the period the run starts in is under way
             self.tick_start -= self.period
             self._begin_tick()
@@ -178,7 +193,7 @@ class TimerInterrupts:
     def _begin_tick(self) -> None:
         self.block = self.handler.block()
         n = len(self.block)
-        m = self.noise.pieces(n)
+        m = self.noise.pieces(n, self.period)
         self.bounds = [j * n // m for j in range(m)] + [n]
         self.piece = 0
 
@@ -197,6 +212,7 @@ class TimerInterrupts:
             self._begin_tick()
         self.pos, self.stop = self.bounds[self.piece], self.bounds[self.piece + 1]
         self.piece += 1
+        self.started += 1
         self.next_due = self._next_due()
         return new
 

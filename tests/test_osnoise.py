@@ -37,6 +37,11 @@ def test_pieces_follow_the_time_scale():
     assert TimerNoise(time_scale=2.5e-6).pieces(1740) == 1740   # at most one piece an instruction
     assert TimerNoise(time_scale=1e-300).pieces(7) == 7
     assert TimerNoise(time_scale=4.0).pieces(1740) == 1
+    # pieces at least min_piece_cycles apart (a simulation-cost bound): 300 in a 6 M-cycle period
+    assert TimerNoise(time_scale=2.5e-6).pieces(1740, 6_000_000) == 300
+    assert TimerNoise(time_scale=2.5e-6, min_piece_cycles=0).pieces(1740, 6_000_000) == 1740
+    assert TimerNoise(time_scale=0.01).pieces(1740, 6_000_000) == 100
+    assert TimerNoise(time_scale=2.5e-6).pieces(1740, 10_000) == 1
     for bad in (0.0, -1e-4, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="time_scale"):
             TimerNoise(time_scale=bad)
@@ -76,8 +81,8 @@ def test_spread_schedule_pieces_evenly_over_each_period():
 def test_pieces_partition_every_handler(base, scale, seed):
     noise = TimerNoise(base_instructions=base, mean_expiring=0.0, time_scale=scale)
     timer, log = _schedule(noise, 3, seed)
-    m = noise.pieces(base)
     period = noise.period_cycles(CLOCK)
+    m = noise.pieces(base, period)
     dues = [due for due, *_ in log]
     assert dues == sorted(dues) and dues[0] >= 0
     # every tick after the first partial one: m pieces of >= 1 instruction, back to back, covering the handler

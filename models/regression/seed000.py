@@ -5,23 +5,14 @@ printed, with their source).  The regression study shows whatif's figures beside
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+from whatif.models.seed_data import load_seed_data
 
 DATA_FILE = Path(__file__).parent / "data" / "seed000.toml"
 SCHEMA_VERSION = 1
 
-
-def _load() -> dict:
-    with DATA_FILE.open("rb") as f:
-        doc = tomllib.load(f)
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{DATA_FILE.name}: schema_version {doc.get('schema_version')!r} is not supported "
-                         f"(this whatif reads version {SCHEMA_VERSION})")
-    return doc
-
-
-_DOC = _load()
+_DOC = load_seed_data(DATA_FILE, SCHEMA_VERSION)
 SOURCE: str = _DOC["source"]
 MEASUREMENT_CI95_PCT: float = float(_DOC["measurement_ci95_pct"])
 TABLE_III_KB: dict[str, int] = {k: int(v) for k, v in _DOC["table_iii"]["h_min_kb"].items()}

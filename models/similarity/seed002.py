@@ -5,26 +5,17 @@ source) for the similarity study's fidelity tables, which set the simulated anal
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from whatif.models.seed_data import load_seed_data
+
 DATA_FILE = Path(__file__).parent / "data" / "seed002.toml"
 SCHEMA_VERSION = 1
 
-
-def _load() -> dict:
-    with DATA_FILE.open("rb") as f:
-        doc = tomllib.load(f)
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{DATA_FILE.name}: schema_version {doc.get('schema_version')!r} is not supported "
-                         f"(this whatif reads version {SCHEMA_VERSION})")
-    return doc
-
-
-_DOC = _load()
+_DOC = load_seed_data(DATA_FILE, SCHEMA_VERSION)
 SOURCE: str = _DOC["source"]
 PLATFORMS: tuple[str, ...] = tuple(_DOC["platforms"])
 APPS: tuple[str, ...] = tuple(_DOC["applications"])
