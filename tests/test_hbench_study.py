@@ -76,6 +76,7 @@ def test_tables_figures_and_report(mini):
     html = (mini / "report.html").read_text()
     assert "Table 5-4" in html and "Outliers" in html and "explicit System.gc()" in html
     assert "input (seed 003 Table 5-3)" in html and "explicit (input: System.gc() calls)" in html
+    assert "were explicit System.gc() calls (input (seed 003 Figure 5-9(d));" in html
     log_explicit = log[log["application"] == "javac"]["explicit"].sum()
     summary = pd.read_parquet(mini / "error_summary.parquet").set_index("application")
     assert summary.loc["javac", "explicit (input: System.gc() calls)"] == log_explicit == 3

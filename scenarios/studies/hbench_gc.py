@@ -311,7 +311,7 @@ def outlier_text(name: str, res) -> list[str]:
     if len(ex):
         w = e["without_explicit"]
         out.append(f"{name}: collections {', '.join(str(g + 1) for g in ex['gc'])} were explicit System.gc() calls "
-                   f"(mean error {ex['error_pct'].mean():+.1f}%); "
+                   f"({input_label('explicit_gc', name)}; mean error {ex['error_pct'].mean():+.1f}%); "
                    + (f"{int(ex['compacted'].sum())} of them compacted (moved {ex['bytes_copied'].sum() / MB:.2f} MB), "
                       "which the copy approximation (bytes copied / bandwidth) prices without the per-object work "
                       "of a sliding compaction (three passes over the heap, reference fix-ups through forwarding "
