@@ -238,7 +238,8 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                                                            "length); CPI and event rates with 99.7 % confidence "
                                                            "intervals"),
                  time_scale: float = typer.Option(1e-4, "--time-scale",
-                                                  help="simulated seconds per second of --sampling (10 s -> 1 ms)"),
+                                                  help="simulated seconds per second of the real run: scales --sampling "
+                                                       "(10 s -> 1 ms) and spreads the timer's work"),
                  seed: int = typer.Option(0, "--seed", min=0),
                  pmu: str = typer.Option("ideal", "--pmu", help="ideal (one run counts all events) | physical "
                                                                 "(several runs within the physical counters)"),

@@ -7,6 +7,7 @@ timer phase and OS noise (``whatif.scenarios.scenario``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -54,7 +55,7 @@ class SimulateSpec(BaseModel):
     def collect_spec(self, where: str = "simulate.sample") -> CollectSpec:
         return CollectSpec(instructions=self.instructions, warmup=self.warmup, sampling=self.sampling_scaled(),
                            pmu=self.pmu, os_noise=self.os_noise, predictor=self.predictor,
-                           sample=self.smarts(where))
+                           sample=self.smarts(where), time_scale=self.time_scale)
 
 
 def check_workloads(workloads: list[str], source: str) -> None:
@@ -93,10 +94,11 @@ def compile_kernels(progress: bool) -> None:
         MemoryHierarchy(load_platform("mpc7447a")).run(empty, empty.astype(np.uint16), empty.astype(np.uint8))
 
 
-def simulate_runs(ctx, spec: SimulateSpec) -> list[dict]:
-    """Every run of the study (locally with a progress bar, or on the cluster): identity + ``simulate_one``."""
+def simulate_runs(ctx, spec: SimulateSpec, sensitivity: tuple[Sampling, ...] = ()) -> list[dict]:
+    """Every run of the study (locally with a progress bar, or on the cluster): identity + ``simulate_one``;
+    ``sensitivity``: further counter schedules (simulated seconds) read over each run's first PMU run."""
     compile_kernels(ctx.progress)
-    collect = spec.collect_spec()
+    collect = replace(spec.collect_spec(), sensitivity=tuple(sensitivity))
     with progress_bar(len(ctx.runs), ctx.scenario.study, enabled=ctx.progress) as advance:
         outs = ctx.executor.map(simulate_run, ctx.runs, shared=collect, progress=advance, units=1)
     return [{**run.identity(), **out} for run, out in zip(ctx.runs, outs)]

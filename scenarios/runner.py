@@ -77,18 +77,28 @@ def _report(rep, output: StudyOutput) -> None:
         output.report(rep)
 
 
+PUBLISHED = "seed (published)"      # headline column: the seed's measurement of a figure, where it has one
+
+
 def headline_table(headline: pd.DataFrame | None, absolute: tuple[str, ...] = ()) -> pd.DataFrame | None:
     """The long headline (metric, variant, value) as one row per metric, one column per variant, and for
     every other variant its change against the first (the baseline) in percent -- but for the
-    ``absolute`` metrics (errors, percentages), whose change in percent means nothing."""
+    ``absolute`` metrics (errors, percentages), whose change in percent means nothing.  An optional
+    ``published`` column (the seed's real measurement of the same figure) becomes the column
+    :data:`PUBLISHED` beside the variants."""
     if headline is None or len(headline) == 0:
         return None
     variants = list(dict.fromkeys(headline["variant"]))
-    wide = headline.pivot_table(index="metric", columns="variant", values="value", aggfunc="mean", sort=False)
-    wide = wide.reindex(index=list(dict.fromkeys(headline["metric"])), columns=variants)
+    metrics = list(dict.fromkeys(headline["metric"]))
+    wide = headline.pivot_table(index="metric", columns="variant", values="value", aggfunc="mean", sort=False,
+                                dropna=False)
+    wide = wide.reindex(index=metrics, columns=variants)
+    if "published" in headline.columns:
+        wide[PUBLISHED] = headline.groupby("metric", sort=False)["published"].first().reindex(metrics)
     base = variants[0]
     for v in variants[1:]:
         ref = wide[base].where(wide[base] != 0)
         wide[f"Δ% {v}"] = 100.0 * (wide[v] - wide[base]) / ref.abs()
     wide.loc[wide.index.isin(absolute), [f"Δ% {v}" for v in variants[1:]]] = float("nan")
-    return wide.reset_index()
+    empty = [f"Δ% {v}" for v in variants[1:] if wide[f"Δ% {v}"].isna().all()]     # every metric absolute
+    return wide.drop(columns=empty).reset_index()

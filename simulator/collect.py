@@ -23,7 +23,7 @@ from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import Platform
 from whatif.simulator.pmu import EventGroup, evaluate, event_groups, merge_groups
-from whatif.simulator.sampling import Sampling, sample
+from whatif.simulator.sampling import Sampling, sample, sample_schedules
 from whatif.simulator.smarts import SmartsSpec, run_sampled
 
 MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
@@ -36,7 +36,11 @@ PmuMode = Literal["ideal", "physical"]
 class CollectSpec:
     """What to count of one configuration: program instructions (after ``warmup`` uncounted ones),
     the counter sampling in simulated seconds, the counting mode, OS noise and the branch predictor;
-    ``sample``: a SMARTS sampled run (:mod:`simulator.smarts`) instead of a full detailed one."""
+    ``sample``: a SMARTS sampled run (:mod:`simulator.smarts`) instead of a full detailed one;
+    ``time_scale``: simulated seconds per second of the run the simulation stands for, which decides
+    how finely the timer's work is spread (:class:`~simulator.osnoise.TimerNoise`); ``sensitivity``:
+    further counter schedules read over the first run beside ``sampling`` (seed 002 §4.1), whose
+    per-interval CPI the result carries as ``sensitivity_cpi``."""
     instructions: int
     warmup: int = 0
     sampling: Sampling | None = None
@@ -44,6 +48,12 @@ class CollectSpec:
     os_noise: bool = True
     predictor: str | None = None
     sample: SmartsSpec | None = None
+    time_scale: float = 1.0
+    sensitivity: tuple[Sampling, ...] = ()
+
+    def noise(self) -> TimerNoise | None:
+        """The timer interrupts of a run (None without OS noise)."""
+        return TimerNoise(time_scale=self.time_scale) if self.os_noise else None
 
 
 def pmu_groups(platform: Platform, mode: PmuMode) -> list[EventGroup] | None:
@@ -82,7 +92,7 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
 def _machine(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int,
              on_retired: Callable[[int], None] | None = None) -> Machine:
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
-                input_seed=program_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+                input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
     m.on_retired = on_retired
     return m.warm_up(spec.warmup) if spec.warmup else m
 
@@ -107,11 +117,15 @@ def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_s
     n_runs = pmu_run_count(platform, spec.pmu)
     run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(replicate_seed).spawn(n_runs)]
     pmu = platform.pmu
-    per_run_counters, series, first = [], [], None
+    per_run_counters, series, first, sensitivity = [], [], None, []
     for i in range(n_runs):
         m = _machine(platform, workload, spec, program_seed, run_seeds[i], on_retired)
         if spec.sampling is not None:
-            rows = sample(m, spec.sampling)
+            if i == 0 and spec.sensitivity:
+                rows, *extra = sample_schedules(m, [spec.sampling, *spec.sensitivity])
+                sensitivity = [[r["cycles"] / r["instructions"] for r in rs if r["instructions"]] for rs in extra]
+            else:
+                rows = sample(m, spec.sampling)
             m.run()
             for r in rows:
                 ev = evaluate(pmu.sources, r, pmu.events)
@@ -130,7 +144,8 @@ def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_s
     return {"totals": totals, "counters": counters, "cpi": counters["cycles"] / max(1, instructions),
             "cpi_stack": machine.cpi_stack(), "seconds": machine.seconds(), "pmu_runs": n_runs,
             "sim_instructions_per_s": machine.instructions_per_second(),
-            "timeseries": _merged_series(series, groups)}
+            "timeseries": _merged_series(series, groups),
+            **({"sensitivity_cpi": sensitivity} if spec.sensitivity else {})}
 
 
 def check_sample(spec: CollectSpec, where: str = "--sample") -> None:
@@ -156,7 +171,7 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
     check_sample(spec)
     run_seed = int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
-                input_seed=program_seed, noise=TimerNoise() if spec.os_noise else None, predictor=spec.predictor)
+                input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
     m.on_retired = on_retired
     if spec.warmup:
         m.warm_functionally(spec.warmup)

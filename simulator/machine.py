@@ -2,9 +2,12 @@
 
 ``Machine`` is what the studies, ``whatif simulate`` and the sampling engine
 drive: it generates the workload's instructions block by block, feeds them to
-the core, and interrupts the program ``HZ`` times a simulated second with the
-kernel's timer handler (:mod:`simulator.osnoise`).  It is cycle driven:
+the core, and interrupts the program with the kernel's timer handler, ``HZ``
+handlers a simulated second, each as one burst or spread over its period in
+pieces as the time scale asks (:mod:`simulator.osnoise`).  It is cycle driven:
 ``advance_to(cycle)`` runs until the core's cycle count reaches ``cycle``.
+``counters()`` add ``os_instructions``, ``os_ticks`` (handlers completed) and
+``os_cycles`` (cycles the clock moved while the handler's instructions ran).
 
 Seeds: ``seed`` fixes the static program (the binary); ``run_seed`` fixes what
 varies from one run of the same binary to the next on a real machine — the
@@ -38,7 +41,7 @@ from whatif.simulator.core import timing as TM
 from whatif.simulator.core.profiler import InstructionProfiler
 from whatif.simulator.isa import InstrBlock, isa_for
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
-from whatif.simulator.osnoise import TickHandler, TimerNoise
+from whatif.simulator.osnoise import TimerInterrupts, TimerNoise
 from whatif.simulator.platform import Platform
 from whatif.simulator.schema import flatten
 
@@ -64,19 +67,10 @@ class Machine:
         self.pos = len(self.block)           # consumed position in the current block (empty at start)
         self.program_retired = 0             # instructions of the program (not the OS) consumed
         self.noise = noise
-        self.os_instructions = 0
-        self.os_ticks = 0
-        if noise is not None:
-            rng = np.random.default_rng(run_seed)
-            self.handler = TickHandler(noise, isa, int(rng.integers(0, 2**62)))
-            self.tick_period = noise.period_cycles(self.clock_hz)
-            self.next_tick = int(rng.integers(0, self.tick_period))      # timer phase at program start
-        else:
-            self.handler = None
-            self.tick_period = 0
-            self.next_tick = -1
-        self.os_block: InstrBlock | None = None      # the timer handler in progress, and its position
-        self.os_pos = 0
+        self.timer = None if noise is None else \
+            TimerInterrupts(noise, isa, self.clock_hz, np.random.default_rng(run_seed))
+        self._os_records: np.ndarray | None = None
+        self.os_cycles = 0                  # cycles the clock moved while the timer's pieces ran (retire side)
         self.origin = 0                               # core cycle where the measured run starts
         self._base: dict[str, int] | None = None      # counters at the end of the warm-up
         self._base_stack: dict[str, int] = {}
@@ -120,22 +114,31 @@ class Machine:
             self.profiler.consume(records[start:start + n], block.pc[start:start + n], n)
         return n
 
+    @property
+    def os_instructions(self) -> int:
+        """Timer-handler instructions retired so far."""
+        return 0 if self.timer is None else self.timer.instructions
+
+    @property
+    def os_ticks(self) -> int:
+        """Timer handlers completed so far."""
+        return 0 if self.timer is None else self.timer.ticks
+
+    def _os_due(self) -> bool:
+        timer = self.timer
+        return timer is not None and (timer.running or self.core.cycles >= timer.next_due)
+
     def _tick_step(self, until_cycle: int) -> None:
-        """Run the timer interrupt's handler — the one due, started here, or one in progress — until it
-        ends or the core reaches ``until_cycle``: the handler is preemptible by the sampling engine's
-        reads, so an interval shorter than a handler still sees the cycles spent in it."""
-        if self.os_block is None:
-            self.os_block = self.handler.block()
-            self.os_pos = 0
-            self.next_tick += self.tick_period
-            if self.profiler is not None:
-                self._os_records = np.zeros((len(self.os_block), TM.NREC), dtype=np.int64)
-        self.os_pos += self._run_core(self.os_block, self._os_records if self.profiler is not None else None,
-                                      until_cycle, self.os_pos)
-        if self.os_pos >= len(self.os_block):
-            self.os_instructions += len(self.os_block)
-            self.os_ticks += 1
-            self.os_block = None
+        """Run the timer interrupt's work — the piece due, started here, or one in progress — until it
+        ends or the core reaches ``until_cycle``: a piece is preemptible by the sampling engine's
+        reads, so an interval shorter than a piece still sees the cycles spent in it."""
+        timer = self.timer
+        if not timer.running and timer.start() and self.profiler is not None:
+            self._os_records = np.zeros((len(timer.block), TM.NREC), dtype=np.int64)
+        before = self.core.cycles
+        timer.done(self._run_core(timer.block, self._os_records if self.profiler is not None else None,
+                                  until_cycle, timer.pos, timer.stop))
+        self.os_cycles += self.core.cycles - before
 
     def advance_to(self, cycle: int, program_limit: int | None = None) -> bool:
         """Run until the measured run reaches ``cycle`` (or the program ends, or ``program_limit`` program
@@ -145,7 +148,7 @@ class Machine:
         try:
             while self.core.cycles < target and not self.finished and \
                     (program_limit is None or self.program_retired < program_limit):
-                if self.os_block is not None or (self.handler is not None and self.core.cycles >= self.next_tick):
+                if self._os_due():
                     self._tick_step(target)
                     continue
                 if self.pos >= len(self.block):
@@ -153,8 +156,8 @@ class Machine:
                     if self.finished:
                         break
                 stop = target
-                if self.handler is not None and self.next_tick < stop:
-                    stop = self.next_tick
+                if self.timer is not None and self.timer.next_due < stop:
+                    stop = self.timer.next_due
                 end = len(self.block) if program_limit is None else \
                     min(len(self.block), self.pos + program_limit - self.program_retired)
                 n = self._run_core(self.block, self._records, stop, self.pos, end)
@@ -179,24 +182,21 @@ class Machine:
         t0 = time.perf_counter()
         limit = min(self.instructions_target, self.program_retired + max(0, int(instructions)))
         clock = float(self.core.cycles)
+        timer = self.timer
         try:
             while self.program_retired < limit:
-                if self.os_block is None and self.handler is not None and clock >= self.next_tick:
-                    self.os_block = self.handler.block()
-                    self.os_pos = 0
-                    self.next_tick += self.tick_period
-                if self.os_block is not None:            # the handler due (or one a detailed run left unfinished)
-                    n = self.core.warm(self.os_block, self.os_pos, now=int(clock), cpi=cpi)
+                if timer is not None and not timer.running and clock >= timer.next_due:
+                    timer.start()
+                if timer is not None and timer.running:   # the piece due (or one a detailed run left unfinished)
+                    n = self.core.warm(timer.block, timer.pos, timer.stop, now=int(clock), cpi=cpi)
                     clock += n * cpi
-                    self.os_instructions += len(self.os_block)
-                    self.os_ticks += 1
-                    self.os_block = None
+                    timer.done(n)
                     continue
                 if self.pos >= len(self.block):
                     self._refill()
                 n = min(len(self.block) - self.pos, limit - self.program_retired)
-                if self.handler is not None:              # up to the next timer interrupt
-                    n = max(1, min(n, math.ceil((self.next_tick - clock) / cpi)))
+                if timer is not None:                     # up to the next piece of the timer's work
+                    n = max(1, min(n, math.ceil((timer.next_due - clock) / cpi)))
                 self.core.warm(self.block, self.pos, self.pos + n, now=int(clock), cpi=cpi)
                 clock += n * cpi
                 self.pos += n
@@ -244,6 +244,7 @@ class Machine:
         out.update(flatten({**mem["levels"], **mem["tlbs"], "memory": mem["memory"]}))
         out["os_instructions"] = self.os_instructions
         out["os_ticks"] = self.os_ticks
+        out["os_cycles"] = self.os_cycles
         if self._base is not None:
             out = {k: (v - self._base.get(k, 0) if isinstance(v, int) else v) for k, v in out.items()}
             for k in out:

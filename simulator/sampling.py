@@ -82,10 +82,18 @@ def sample(machine: Machine, sampling: Sampling, log: list | None = None) -> lis
     """Run ``machine`` to the end under the sampling engine; returns one row per complete interval.
 
     ``log`` (optional) receives ``(event, simulated seconds)`` tuples, for tests and traces."""
+    return sample_schedules(machine, [sampling], log)[0]
+
+
+def sample_schedules(machine: Machine, samplings: list[Sampling], log: list | None = None) -> list[list[dict]]:
+    """Run ``machine`` to the end under several sampling engines at once (one SimPy process each, as
+    several counter sessions over the same execution: seed 002 §4.1 compares s_i/s_p ratios on one
+    program); returns each schedule's rows.  Reading counters does not change the run, so each schedule's
+    rows are the ones :func:`sample` would give alone.  ``log`` receives ``(event, seconds)`` for a single
+    schedule and ``(schedule index, event, seconds)`` for several."""
     env = simpy.Environment()
-    rows: list[dict] = []
-    done = env.event()
     clock = machine.clock_hz
+    tables: list[list[dict]] = [[] for _ in samplings]
 
     def cycle_at(t: float) -> int:
         return int(round(t * clock))
@@ -93,32 +101,31 @@ def sample(machine: Machine, sampling: Sampling, log: list | None = None) -> lis
     def run_to(t: float) -> bool:
         return machine.advance_to(cycle_at(t))
 
-    def engine(env: simpy.Environment):
+    def note(k: int, event: str, t: float) -> None:
+        if log is not None:
+            log.append((event, t) if len(samplings) == 1 else (k, event, t))
+
+    def engine(env: simpy.Environment, k: int, sampling: Sampling):
+        rows = tables[k]
         yield env.timeout(sampling.delay_s)
         if not run_to(env.now):
-            done.succeed()
             return
         while True:
             start = env.now
             before = machine.counters()
-            if log is not None:
-                log.append(("open", start))
+            note(k, "open", start)
             yield env.timeout(sampling.interval_s)
-            alive = run_to(env.now)
-            if not alive:
-                if log is not None:
-                    log.append(("ended", env.now))
-                break        # the program ended inside the interval: an incomplete sample is dropped
+            if not run_to(env.now):
+                note(k, "ended", env.now)
+                return           # the program ended inside the interval: an incomplete sample is dropped
             after = machine.counters()
             rows.append({"t_start": start, "t_end": env.now,
-                         **{k: after[k] - before.get(k, 0) for k in after}})
-            if log is not None:
-                log.append(("read", env.now))
+                         **{key: after[key] - before.get(key, 0) for key in after}})
+            note(k, "read", env.now)
             yield env.timeout(sampling.period_s - sampling.interval_s)
             if not run_to(env.now):
-                break
-        done.succeed()
+                return
 
-    env.process(engine(env))
-    env.run(until=done)
-    return rows
+    engines = [env.process(engine(env, k, s)) for k, s in enumerate(samplings)]
+    env.run(until=simpy.AllOf(env, engines))
+    return tables

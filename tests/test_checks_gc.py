@@ -11,7 +11,8 @@ MB = 1024 * 1024
 
 
 @pytest.mark.parametrize("check", [checks_gc.empty_heap_linear, checks_gc.knee_at_line, checks_gc.out_of_memory,
-                                   checks_gc.collections_vs_heap, checks_gc.planted_hbench])
+                                   checks_gc.collections_vs_heap, checks_gc.planted_hbench,
+                                   checks_gc.planted_min_heap_check])
 def test_check_passes(check):
     results = check(True)
     assert results and all(r.passed for r in results), [r.as_dict() for r in results if not r.passed]

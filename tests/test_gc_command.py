@@ -27,6 +27,18 @@ def test_json_run(runner):
     assert s["workload"] == "jack" and doc["collector"] == "mark-sweep" and doc["platform"] == "mpc7447a"
     assert 0 < s["gc_throughput_pct"] < 100 and s["max_pause_s"] >= s["mean_pause_s"] > 0
     assert {"gc", "duration_s", "live_objects", "dead_objects", "bytes_copied", "explicit"} <= set(doc["gc_log"][0])
+    # what the run was given is an input, labelled with its source, not a summary figure
+    assert "allocated_bytes" not in s
+    assert doc["inputs"]["allocated_bytes"]["source"] == "input (seed 003 Table 5-3)"
+    assert doc["inputs"]["allocated_bytes"]["value"] == pytest.approx(481 * 2**20 * 0.01, rel=1e-3)
+    assert doc["inputs"]["heap_mb"] == {"value": 32.0, "what": "heap (MB, full size)", "source": "input (--heap-mb)"}
+
+
+def test_the_seed_heap_is_labelled_as_an_input(runner):
+    res = runner.invoke(app, ["gc", "--workload", "specjvm98/jack", "--scale", "0.005"])
+    assert res.exit_code == 0, res.output
+    assert "heap 32 MB (x0.005), input (seed 003 Figure 5-9(f))" in " ".join(res.stdout.split())
+    assert "(input (seed 003 Table 5-3))" in res.stdout
 
 
 def test_text_run_and_output_directory(runner, tmp_path):
@@ -39,6 +51,8 @@ def test_text_run_and_output_directory(runner, tmp_path):
         assert (out / name).is_file(), name
     doc = json.loads((out / "results.json").read_text())
     assert doc["collector"] == "copying" and doc["summary"]["bytes_copied"] > 0
+    html = (out / "report.html").read_text()
+    assert "Inputs" in html and "input (seed 003 Table 5-3)" in html and "input (--heap-mb)" in html
 
 
 def catalog(tmp_path, sizes):

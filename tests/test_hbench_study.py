@@ -46,7 +46,15 @@ def test_results_document(mini):
         assert a["collections"] > 0
         assert 0 <= a["mean_abs_error_pct"] <= a["max_abs_error_pct"]
         assert "thesis_form" in a and "without_explicit" in a
-    assert doc["apps"]["javac"]["explicit_collections"] == 3
+    # inputs from the seed are labelled as inputs, not results
+    javac = doc["apps"]["javac"]
+    assert "explicit_collections" not in javac and "full_run_alloc_mb" not in javac
+    assert javac["inputs"]["explicit_gc"] == {"value": [0.3, 0.55, 0.8], "what": "System.gc() calls (fractions of "
+                                              "the run)", "source": "input (seed 003 Figure 5-9(d))"}
+    assert javac["inputs"]["total_alloc_mb"]["source"] == "input (seed 003 Table 5-3)"
+    assert javac["inputs"]["heap_mb"] == {"value": 64.0, "what": "heap (MB, full size)",
+                                          "source": "input (seed 003 Figure 5-9(d))"}
+    assert doc["heap_sweep"]["heap_mb_source"] == "factor x input (seed 003 Figure 5-9(f))"
     cf = doc["cost_functions"]
     assert set(cf["c_live_s"]) == {"12", "28", "60", "124"} and cf["c_fixed"]["per_mb_s"] > 0
     assert cf["c_ref_s"] is not None and cf["copy_bandwidth_bytes_per_s"] > 0
@@ -67,6 +75,11 @@ def test_tables_figures_and_report(mini):
         assert (mini / f"{fig}.png").is_file(), fig
     html = (mini / "report.html").read_text()
     assert "Table 5-4" in html and "Outliers" in html and "explicit System.gc()" in html
+    assert "input (seed 003 Table 5-3)" in html and "explicit (input: System.gc() calls)" in html
+    assert "were explicit System.gc() calls (input (seed 003 Figure 5-9(d));" in html
+    log_explicit = log[log["application"] == "javac"]["explicit"].sum()
+    summary = pd.read_parquet(mini / "error_summary.parquet").set_index("application")
+    assert summary.loc["javac", "explicit (input: System.gc() calls)"] == log_explicit == 3
     manifest = json.loads((mini / "manifest.json").read_text())
     assert manifest["rates"]["allocated_objects_per_s"] > 0
 

@@ -18,6 +18,8 @@ from whatif.scenarios.render.regression import SEED_EXCLUDE, is_tlb_cache
 from whatif.scenarios.studies.regression import RegressionSpec
 from whatif.scenarios.runner import run_scenario_file
 from whatif.scenarios.scenario import expand_runs, load_scenario
+from whatif.simulator.osnoise import TimerNoise
+from whatif.simulator.platform import load_platform
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "java-7447a-regression.toml"
 PREDICTORS = ["dl1_miss", "l2_dmiss", "dtlb_miss", "itlb_miss"]
@@ -48,6 +50,8 @@ def reduced_text(workers: int = 1) -> str:
             (r"heap_factors = \[[^\]]*\]", "heap_factors = [1.0, 2.0, 4.0, 6.0]"),
             (r"instructions = 300_000", "instructions = 20_000"),
             (r"instructions_per_unit = 0.2", "instructions_per_unit = 0.05"),     # collections in 20k
+            (r"heap_scale = 0.03125", "heap_scale = 0.0078125"),
+            (r"min_heap_rel_tol = 0.01", "min_heap_rel_tol = 0.05"),                      # a quick H_min
             (r"folds = 10", f"folds = 4\nworkers = {workers}\npredictors = {json.dumps(PREDICTORS)}")]
     for pattern, new in subs:
         text, n = re.subn(pattern, new, text, count=1, flags=re.S)
@@ -82,6 +86,31 @@ def test_results_json_shape(reduced):
         assert v["observations"] == 3 * 4 * 2
     assert doc["seed_table_iv"]["I"]["r2"] == 0.907 and doc["seed_table_iv"]["II"]["cv_error_pct"] == 2.89
     assert "TLB×cache" in doc["tlb_cache_verdict"]
+    # fidelity: every variant's Table IV figures next to the seed's real 7447A
+    fid = doc["fidelity"]
+    assert fid["table_iv"]["I"]["seed"]["cv_error_pct"] == 12.02 and fid["measurement_ci95_pct"]["seed"] == 1.53
+    for name, v in doc["variants"].items():
+        assert fid["table_iv"]["II"]["whatif"][name]["r2"] == v["II"]["r2"]
+        assert fid["measurement_ci95_pct"]["whatif"][name] == v["measurement_ci95_pct"]
+
+
+def test_h_min_is_found_not_copied(reduced):
+    """The heap axis is H_min found by bisection on the simulated heap; Table III sits beside it."""
+    doc = json.loads((reduced / "results.json").read_text())
+    assert set(doc["h_min"]) == {"jess", "jack", "ecm"}
+    table = pd.read_parquet(reduced / "h_min.parquet").set_index("workload")
+    for name, h in doc["h_min"].items():
+        assert h["seed_table_iii_kb"] == {"jess": 2177, "jack": 2177, "ecm": 2177}[name]
+        assert h["below_bytes"] < h["heap_bytes"] <= h["below_bytes"] * 1.06 + 8
+        assert h["found_kb"] == pytest.approx(h["heap_bytes"] / 0.0078125 / 1024)
+        assert h["found_kb"] != h["seed_table_iii_kb"]
+        assert table.loc[name, "h_min_found_kb"] == pytest.approx(h["found_kb"])
+    totals = pd.read_parquet(reduced / "totals.parquet")
+    jess = sorted(totals.loc[totals["workload"] == "jess", "heap_kb"].unique())
+    assert jess == pytest.approx([doc["h_min"]["jess"]["found_kb"] * f for f in (1.0, 2.0, 4.0, 6.0)])
+    # the found heap holds every window of the stream it was found on
+    runs = pd.read_parquet(reduced / "java_runs.parquet")
+    assert not runs["out_of_memory"].any()
 
 
 def test_totals_are_contract_1_rows_with_every_event(reduced):
@@ -89,7 +118,6 @@ def test_totals_are_contract_1_rows_with_every_event(reduced):
     assert len(totals) == 2 * 3 * 4 * 2
     assert {"variant", "platform", "workload", "heap_kb", "replicate", "cycles", "inst", "dl1_miss",
             "prefetch_full"} <= set(totals.columns)
-    assert (totals["heap_kb"][totals["workload"] == "jess"].unique() == [2177, 4354, 8708, 13062]).all()
     # other = inst - ld - st - br - fpu holds within a PMU run; merged over runs it need not be exact
     runs = pd.read_parquet(reduced / "java_runs.parquet")
     assert set(runs["pmu_run"]) == {0, 1, 2, 3}                 # 19 events, 6 counters, cycles in each run
@@ -123,8 +151,14 @@ def test_cache_inhibited_page_tables_change_the_counters(reduced):
     key = ["workload", "heap_kb", "replicate"]
     a = totals[totals["variant"] == "as-shipped"].set_index(key).sort_index()
     b = totals[totals["variant"] == "no-walk-pollution"].set_index(key).sort_index()
-    # common random numbers: the same program and instructions per configuration in both variants...
-    assert np.allclose(a["dtlb_miss"], b["dtlb_miss"], rtol=0.05)
+    # common random numbers: the same program per configuration in both variants; the counts differ by the
+    # timer's work, which is spread over the run time (HZ handlers of ~1,740 instructions a second) and so
+    # grows with the slower variant's cycles ...
+    noise = TimerNoise()
+    handler = noise.base_instructions + noise.mean_expiring * noise.per_timer_instructions
+    extra = noise.hz * (b["cycles"] - a["cycles"]) / (load_platform("mpc7447a").clock_ghz * 1e9) * handler
+    assert ((b["inst"] - a["inst"]) >= 0).all() and ((b["inst"] - a["inst"]) <= extra + handler).all()
+    assert np.allclose(a["dtlb_miss"], b["dtlb_miss"], rtol=0.15)
     # ...but the table search's loads no longer miss in the caches, and every one now goes to memory
     assert (b["dl1_miss"] <= a["dl1_miss"]).mean() > 0.9
     assert (b["cycles"] > a["cycles"]).all()
@@ -140,6 +174,8 @@ def test_outputs_and_report(reduced):
     assert list(t4["source"][:3]) == ["seed 000 (7447A, measured)"] * 3
     html = (reduced / "report.html").read_text()
     assert "Table IV: whatif next to seed 000" in html and "Variant no-walk-pollution" in html
+    assert "Minimum heap H_min: found by the simulator, next to seed 000 Table III" in html
+    assert "seed (published)" in html and "12.02" in html         # the fidelity headline
 
 
 def test_bad_regression_table_is_one_line(tmp_path):

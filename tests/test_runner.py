@@ -34,6 +34,19 @@ def test_absolute_metrics_get_no_delta():
     assert wide["b"].tolist() == [150.0, 6.0]
 
 
+def test_published_figures_sit_beside_the_variants():
+    """A seed's real measurement of a figure (fidelity) is a column of its own, not a variant: no Δ% against
+    it, and metrics without one show none; with every metric absolute there is no Δ% column at all."""
+    long = pd.DataFrame({"metric": ["R2", "R2", "error (%)", "error (%)", "terms", "terms"],
+                         "variant": ["a", "b"] * 3, "value": [0.99, 0.98, 2.0, 1.5, 12.0, 30.0],
+                         "published": [0.907, 0.907, 12.02, 12.02, np.nan, np.nan]})
+    wide = headline_table(long)
+    assert list(wide.columns) == ["metric", "a", "b", "seed (published)", "Δ% b"]
+    assert wide["seed (published)"].tolist()[:2] == [0.907, 12.02] and np.isnan(wide["seed (published)"].iloc[2])
+    only = headline_table(long, absolute=("R2", "error (%)", "terms"))
+    assert list(only.columns) == ["metric", "a", "b", "seed (published)"]
+
+
 def test_run_prints_the_variants_side_by_side_and_the_report_path(tmp_path):
     scenario = tmp_path / "tiny.toml"
     scenario.write_text(SMALL_SCENARIO)

@@ -1,9 +1,14 @@
-"""The SimPy sampling engine: the log of open/read times, and per-interval deltas, against a fake machine."""
+"""The SimPy sampling engine: the log of open/read times, and per-interval deltas, against a fake machine;
+several schedules over one run, on the fake machine and a simulated one."""
 
 import pytest
 
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.sampling import Sampling, sample
+from whatif.simulator.machine import Machine
+from whatif.simulator.osnoise import TimerNoise
+from whatif.simulator.platform import load_platform
+from whatif.simulator.workload import load_workload
+from whatif.simulator.sampling import Sampling, sample, sample_schedules
 
 
 class CountingMachine:
@@ -58,3 +63,35 @@ def test_parse():
     assert Sampling.parse("10,5,3") == Sampling(10.0, 5.0, 3.0)
     with pytest.raises(SimulatorInputError, match="SD,SP,SI"):
         Sampling.parse("10;5;3")
+
+
+def test_several_schedules_over_one_run_read_what_each_would_alone():
+    """Seed 002 §4.1 compares s_i/s_p ratios on one program: the engines share the run, each reads its own
+    intervals, and reading does not change what the others see."""
+    schedules = [Sampling(10.0, 5.0, 3.0), Sampling(10.0, 10.0, 5.0), Sampling(10.0, 60.0, 30.0)]
+    log = []
+    together = sample_schedules(CountingMachine(1000.0, 200_000), schedules, log)
+    alone = [sample(CountingMachine(1000.0, 200_000), s) for s in schedules]
+    assert together == alone
+    assert [len(rows) for rows in together] == [s.intervals_within(200.0) for s in schedules] == [38, 19, 3]
+    # the log tags each event with its schedule, in simulated-time order
+    assert log[:3] == [(0, "open", 10.0), (1, "open", 10.0), (2, "open", 10.0)]
+    assert [t for *_, t in log] == sorted(t for *_, t in log)
+
+
+def test_schedules_share_a_simulated_run_without_changing_it():
+    def machine():
+        return Machine(load_platform("nehalem"), load_workload("464.h264ref"), 200_000, seed=1, run_seed=3,
+                       noise=TimerNoise(hz=20_000, time_scale=1e-4))
+
+    schedules = [Sampling(1e-6, 2e-6, 1e-6), Sampling(2e-6, 5e-6, 1e-6)]
+    m = machine()
+    together = sample_schedules(m, schedules)
+    m.run()
+    alone = []
+    for s in schedules:
+        one = machine()
+        alone.append(sample(one, s))
+        one.run()
+        assert one.counters() == m.counters()          # the same run, whoever reads it
+    assert together == alone and min(len(r) for r in together) > 10

@@ -29,6 +29,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from whatif.models.similarity import seed002
+
 DIRECTION_NAMES = {1: "up", -1: "down", 0: "unpredictable"}
 
 
@@ -178,9 +180,5 @@ def _reference_fields(reference, current, similar, nearest, speedup):
     return (true, tuple(x for x, _ in known), DIRECTION_NAMES[pred], correct, nn, nn_correct, mean_similar)
 
 
-# Seed 002, Table 9, as published (percentages over the cases of each platform pair).
-SEED002_TABLE9 = pd.DataFrame(
-    [("harpertown -> nehalem", 33.33, 33.33, 33.33), ("harpertown -> westmere", 100.0, 0.0, 0.0),
-     ("nehalem -> harpertown", 50.0, 16.0, 34.0), ("nehalem -> westmere", 100.0, 0.0, 0.0),
-     ("westmere -> harpertown", 100.0, 0.0, 0.0), ("westmere -> nehalem", 100.0, 0.0, 0.0)],
-    columns=["current -> candidate", "% correct", "% incorrect", "% unpredictable"])
+# Seed 002, Table 9, as published (percentages over the cases of each platform pair): models/similarity/data/seed002.toml.
+SEED002_TABLE9 = seed002.TABLE9

@@ -8,9 +8,12 @@ import pandas as pd
 from whatif.models.hbench import AppProfile, GcCostModel
 from whatif.models.hbench.costs import GcCostResults
 from whatif.scenarios.checks.registry import CheckResult, register_check
+import math
+
 from whatif.simulator.gc.behaviour import AllocBehaviour, load_behaviour
-from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc.config import HeapConfig, heap_config
 from whatif.simulator.gc.microbench import run_microbenchmark
+from whatif.simulator.gc.minheap import GRANULE, find_min_heap
 from whatif.simulator.gc.run import simulate_gc
 from whatif.simulator.platform import Platform, load_platform, with_overrides
 
@@ -148,6 +151,51 @@ def out_of_memory(quick: bool) -> list[CheckResult]:
                         f"live at the last collection {res.oom_live_bytes:,} bytes"),
             CheckResult("gc: the same in a 4 MB heap completes", "no out of memory", not big.out_of_memory,
                         not big.out_of_memory, f"{len(big.collections)} collections")]
+
+
+def planted_min_heap_behaviour(live_bytes: int, payload: int, total_mb: float = 2.0) -> AllocBehaviour:
+    """Start-up data of ``live_bytes`` that lives to the end, then objects of one payload that die as soon as
+    they are allocated: every collection finds exactly the start-up data live (:func:`planted_min_heap`)."""
+    return AllocBehaviour(name="planted", total_alloc_mb=total_mb, bytecodes_millions=1.0,
+                          initial_live_mb=live_bytes / MB, initial_cluster_objects=8, cluster_objects=1, phases=1,
+                          lifetime={"immortal": 0.0, "phase": 0.0, "short": 1.0, "short_mean_kb": 1e-6},
+                          sizes=[(payload, payload, 1.0, 0)])
+
+
+def planted_min_heap(b: AllocBehaviour, config: HeapConfig, scale: float = 1.0) -> int:
+    """H_min of a :func:`planted_min_heap_behaviour` stream from first principles.  Its live data at every
+    collection is the start-up's whole objects, L = ceil(initial / n) n for objects of n bytes (header and
+    alignment included).  A collection must leave room for the failed request (one object) and at least
+    ``overhead_free_ratio`` of the space free, else enough of them in a row end the run (the GC overhead
+    limit): the smallest granule-multiple space s with s - L >= n and s - L >= ratio * s; a semispace
+    collector needs that in each half."""
+    lo, hi, _, _ = b.sizes[0]
+    if len(b.sizes) != 1 or lo != hi:
+        raise ValueError("planted_min_heap: the planted stream has one object size")
+    n = (config.header_bytes + (lo + 3) // 4 * 4 + 7) // 8 * 8
+    live = math.ceil(int(b.initial_live_mb * MB * scale) / n) * n
+    ratio = config.overhead_free_ratio
+    space = max(live + n, math.ceil(live / (1 - ratio) / GRANULE) * GRANULE)
+    space = (space + GRANULE - 1) // GRANULE * GRANULE
+    while space - live < ratio * space:            # the heap's own comparison, in floating point
+        space += GRANULE
+    while space - GRANULE - live >= max(n, ratio * (space - GRANULE)):
+        space -= GRANULE
+    return 2 * space if config.collector == "copying" else space
+
+
+@register_check("gc: H_min found by bisection equals the planted minimum heap")
+def planted_min_heap_check(quick: bool) -> list[CheckResult]:
+    platform = load_platform("mpc7447a")
+    out = []
+    for live, payload in ((200_000, 20),) if quick else ((200_000, 20), (1_000_000, 60), (50_000, 124)):
+        b = planted_min_heap_behaviour(live, payload)
+        known = planted_min_heap(b, HeapConfig(heap_bytes=1 << 20))
+        found = find_min_heap(b, platform, rel_tol=1e-6)
+        out.append(CheckResult(f"gc: H_min of {live:,} live bytes in {payload}-byte objects (bytes)", known,
+                               found.heap_bytes, found.heap_bytes == known and found.below_bytes == known - GRANULE,
+                               f"{len(found.probes)} probes, {found.below_bytes:,} bytes ran out of memory"))
+    return out
 
 
 @register_check("gc: a fixed-size mark-sweep heap collects about allocation / (heap - live) times")

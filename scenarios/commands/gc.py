@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.render.java_inputs import input_label, inputs_doc, inputs_table
 from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import Report, figure_png
@@ -46,6 +47,7 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
         raise ScenarioError(f"--scale must be in (0, 1], got {scale}")
     behaviour = load_behaviour(workload)
     platform = load_platform(platform_name, overrides)
+    heap_source = input_label("heap_mb", workload) if heap_mb is None else "input (--heap-mb)"
     heap_mb = behaviour.heap_mb if heap_mb is None else heap_mb
     if not heap_mb > 0:
         raise ScenarioError(f"--heap-mb must be > 0, got {heap_mb:g}")
@@ -75,20 +77,31 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
         result = simulate_gc(behaviour, config, platform, scale=scale, seed=seed, progress=advance)
     log = gc_log(result)
     hist = gc_size_histogram(result)
+    figures = summary(result, log)
+    # the run allocates its input volume: an input (seed 003 Table 5-3 where the seed gives it), not a result
+    inputs = inputs_doc(workload, behaviour, scale)
+    inputs["heap_mb"] = {"value": heap_mb, "what": "heap (MB, full size)", "source": heap_source}
+    inputs["allocated_bytes"] = {"value": figures.pop("allocated_bytes"), "what": "bytes allocated (x scale)",
+                                 "source": input_label("total_alloc_mb", workload)}
     doc = {"workload": workload, "platform": platform.name, "collector": collector, "heap_mb": heap_mb,
-           "scale": scale, "seed": seed, "growth": growth,
-           "summary": summary(result, log),
+           "scale": scale, "seed": seed, "growth": growth, "inputs": inputs,
+           "summary": figures,
            "gc_log": log.to_dict(orient="records")}
     if out is not None:
-        write_outputs(out, doc, log, hist, result, platform, started)
+        write_outputs(out, doc, log, hist, result, platform, started, behaviour)
     return doc, log
 
 
 def write_outputs(out: Path, doc: dict, log: pd.DataFrame, hist: pd.DataFrame, result, platform,
-                  started: float) -> None:
+                  started: float, behaviour) -> None:
     pauses = figure_png(pause_figure(log)) if len(log) else None       # rendered once: report and file
 
     def report(rep: Report) -> None:
+        rep.heading("Inputs")
+        rep.table(inputs_table({doc["workload"]: behaviour}, doc["scale"],
+                               {doc["workload"]: doc["heap_mb"]} if doc["inputs"]["heap_mb"]["source"] ==
+                               "input (--heap-mb)" else None),
+                  caption="What the run was given (not results); heap: " + doc["inputs"]["heap_mb"]["source"])
         rep.heading("Summary")
         rep.table(pd.DataFrame([(k, v) for k, v in doc["summary"].items()], columns=["figure", "value"]))
         if pauses is not None:
@@ -132,7 +145,8 @@ def print_summary(doc: dict[str, Any], log: pd.DataFrame) -> None:
     console = Console()
     s = doc["summary"]
     t = Table(title=f"{doc['workload']} on {doc['platform']}: {doc['collector']}, heap {doc['heap_mb']:g} MB"
-                    + (f" (x{doc['scale']:g})" if doc["scale"] != 1 else ""))
+                    + (f" (x{doc['scale']:g})" if doc["scale"] != 1 else "")
+                    + f", {doc['inputs']['heap_mb']['source']}")
     t.add_column("figure")
     t.add_column("value", justify="right")
     rows = [("collections", f"{s['collections']} ({s['explicit_collections']} explicit, "
@@ -141,7 +155,8 @@ def print_summary(doc: dict[str, Any], log: pd.DataFrame) -> None:
             ("max pause", f"{s['max_pause_s'] * 1e3:.3f} ms"),
             ("GC throughput", f"{s['gc_throughput_pct']:.2f} % (mutator time estimated)"),
             ("freed", f"{s['freed_bytes'] / MB:.1f} MB, {s['freed_bytes_per_s'] / MB:.1f} MB/s"),
-            ("allocated", f"{s['allocated_bytes'] / MB:.1f} MB in {s['allocated_objects']:,} objects"),
+            ("allocated", f"{doc['inputs']['allocated_bytes']['value'] / MB:.1f} MB "
+                          f"({doc['inputs']['allocated_bytes']['source']}) in {s['allocated_objects']:,} objects"),
             ("live after GC", f"mean {s['mean_live_after_bytes'] / MB:.2f} MB, max {s['max_live_after_bytes'] / MB:.2f} MB"),
             ("out of memory", "YES" if s["out_of_memory"] else "no")]
     for k, v in rows:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from whatif.models.regression import RegressionResults, fit_ols
+from whatif.models.regression import RegressionResults, fit_ols, seed000
 from whatif.models.regression.ols import f_test
 from whatif.scenarios.results.report import Report, figure_png
 
@@ -62,7 +62,7 @@ def variant_doc(res: RegressionResults) -> dict[str, Any]:
 def table_iv_comparison(fits: dict[str, RegressionResults]) -> pd.DataFrame:
     rows = []
     for model in MODELS:
-        s = SEED_TABLE_IV[model]
+        s = seed000.TABLE_IV[model]
         rows.append({"source": "seed 000 (7447A, measured)", "model": model, "R2": s["r2"], "terms": np.nan,
                      "F_test_p_vs_II": np.nan, "cv_error_pct": s["cv_error_pct"], "cv_error_ci95": np.nan,
                      "cv_error_spread95": s["cv_error_spread"]})
@@ -139,8 +139,68 @@ def verdict_text(docs: dict[str, dict], base: str = "as-shipped", off: str = "no
             f"{ro:.2g} without pollution (p = {po:.3g}): they {word}.")
 
 
+def h_min_table(found: dict[tuple[str, int], dict], short_name) -> pd.DataFrame:
+    """H_min found by bisection per (workload, program seed), next to seed 000's Table III (the real 7447A's,
+    floored at the Sun JVM's least heap)."""
+    rows = []
+    for (workload, program_seed), h in found.items():
+        name = short_name(workload)
+        seed_kb = seed000.TABLE_III_KB.get(name)
+        rows.append({"workload": name, "program_seed": program_seed, "h_min_found_kb": h["full_size_kb"],
+                     "heap_bytes_simulated": h["heap_bytes"], "out_of_memory_below_bytes": h["below_bytes"],
+                     "probes": h["probes"], "seconds": h["seconds"],
+                     "seed_table_iii_kb": np.nan if seed_kb is None else float(seed_kb),
+                     "found_over_seed": np.nan if seed_kb is None else h["full_size_kb"] / seed_kb,
+                     "seed_at_jvm_floor": seed_kb is not None and seed_kb <= seed000.JVM_FLOOR_KB})
+    return pd.DataFrame(rows)
+
+
+def h_min_doc(h_min: pd.DataFrame) -> dict[str, Any]:
+    """results.json's ``h_min``: per workload (and program seed, when a workload has several binaries)."""
+    multi = h_min["workload"].duplicated(keep=False)
+    out = {}
+    for (_, r), m in zip(h_min.iterrows(), multi):
+        key = f"{r['workload']}@{r['program_seed']}" if m else r["workload"]
+        out[key] = {"found_kb": float(r["h_min_found_kb"]), "heap_bytes": int(r["heap_bytes_simulated"]),
+                    "below_bytes": int(r["out_of_memory_below_bytes"]), "probes": int(r["probes"]),
+                    "seconds": float(r["seconds"]),
+                    "seed_table_iii_kb": None if pd.isna(r["seed_table_iii_kb"]) else float(r["seed_table_iii_kb"])}
+    return out
+
+
+FIDELITY_METRICS = (("R² I-order", "I", "r2"), ("R² II-order", "II", "r2"), ("R² II-order pruned", "II_pruned", "r2"),
+                    ("CV error I-order (%)", "I", "cv_error_pct"), ("CV error II-order (%)", "II", "cv_error_pct"),
+                    ("CV error II-order pruned (%)", "II_pruned", "cv_error_pct"))
+
+
+def fidelity(docs: dict[str, dict]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Table IV and the measurement error, whatif's variants next to seed 000's real 7447A: the headline rows
+    (metric, variant, value, published) and results.json's ``fidelity``."""
+    rows = []
+    for label, model, key in FIDELITY_METRICS:
+        for v, d in docs.items():
+            if model in d:
+                rows.append({"metric": label, "variant": v, "value": float(d[model][key]),
+                             "published": float(seed000.TABLE_IV[model][key])})
+    for v, d in docs.items():
+        rows.append({"metric": "F-test I vs II p (seed: reject at 99 %)", "variant": v,
+                     "value": float(d["f_test_p"]) if d.get("f_test_p") is not None else np.nan,
+                     "published": np.nan})
+        rows.append({"metric": "measurement error ±% (95 %, replicates)", "variant": v,
+                     "value": d["measurement_ci95_pct"], "published": seed000.MEASUREMENT_CI95_PCT})
+    head = pd.DataFrame(rows)
+    doc = {"source": seed000.SOURCE,
+           "table_iv": {m: {"seed": seed000.TABLE_IV[m],
+                            "whatif": {v: {k: d[m][k] for k in ("r2", "cv_error_pct", "cv_error_ci95", "n_terms")}
+                                       for v, d in docs.items() if m in d}} for m in MODELS},
+           "f_test_p": {v: d.get("f_test_p") for v, d in docs.items()},
+           "measurement_ci95_pct": {"seed": seed000.MEASUREMENT_CI95_PCT,
+                                    "whatif": {v: d["measurement_ci95_pct"] for v, d in docs.items()}}}
+    return head, doc
+
+
 def build_output(spec, scenario, totals: pd.DataFrame, gc: pd.DataFrame,
-                 fits: dict[str, RegressionResults], rates: dict) -> dict[str, Any]:
+                 fits: dict[str, RegressionResults], rates: dict, h_min: pd.DataFrame) -> dict[str, Any]:
     """The keyword arguments of :class:`scenarios.studies.StudyOutput`."""
     docs = {v: variant_doc(res) for v, res in fits.items()}
     measured = measurement_ci95_pct(totals, spec.response)
@@ -148,7 +208,9 @@ def build_output(spec, scenario, totals: pd.DataFrame, gc: pd.DataFrame,
         d["measurement_ci95_pct"] = float(measured.get(v, np.nan))
     t4 = table_iv_comparison(fits)
     inter = interaction_table(fits)
-    tables: dict[str, pd.DataFrame] = {"totals": totals, "java_runs": gc, "table_iv": t4, "interactions": inter}
+    headline, fidelity_doc = fidelity(docs)
+    tables: dict[str, pd.DataFrame] = {"totals": totals, "java_runs": gc, "h_min": h_min, "table_iv": t4,
+                                       "interactions": inter}
     figures: dict[str, tuple] = {}
     figs_by_variant = {}
     for variant, res in fits.items():
@@ -161,8 +223,8 @@ def build_output(spec, scenario, totals: pd.DataFrame, gc: pd.DataFrame,
         for name, fig in figs.items():
             figures[f"{variant}_{name}"] = (fig, f"{variant}: {name}")
     verdict = verdict_text(docs)
-    results = {"variants": docs,
-               "seed_table_iv": SEED_TABLE_IV, "seed_measurement_ci95_pct": SEED_MEASUREMENT_CI95_PCT,
+    results = {"variants": docs, "h_min": h_min_doc(h_min), "fidelity": fidelity_doc,
+               "seed_table_iv": seed000.TABLE_IV, "seed_measurement_ci95_pct": seed000.MEASUREMENT_CI95_PCT,
                "interaction_comparison": comparison_doc(fits, docs),
                "tlb_cache_verdict": verdict,
                "design": {"workloads": list(scenario.workloads), "heap_factors": spec.heap_factors,
@@ -171,17 +233,20 @@ def build_output(spec, scenario, totals: pd.DataFrame, gc: pd.DataFrame,
                           "pmu": spec.pmu, "exclude": spec.exclude, **rates}}
 
     def report(rep) -> None:
-        fill_report(rep, spec, scenario, totals, gc, fits, figs_by_variant, t4, inter, docs, verdict, rates)
+        fill_report(rep, spec, scenario, totals, gc, fits, figs_by_variant, t4, inter, docs, verdict, rates, h_min)
 
     return {"results": results, "tables": tables, "figures": figures, "report": report, "rates": rates,
-            "parameters": {"regression": spec.model_dump()}}
+            "parameters": {"regression": spec.model_dump()}, "headline": headline,
+            "headline_absolute": tuple(headline["metric"].unique())}
 
 
-def fill_report(rep, spec, scenario, totals, gc, fits, figs_by_variant, t4, inter, docs, verdict, rates) -> None:
+def fill_report(rep, spec, scenario, totals, gc, fits, figs_by_variant, t4, inter, docs, verdict, rates,
+                h_min) -> None:
     rep.heading("Method")
     rep.paragraph(
         f"{len(scenario.workloads)} workloads × {len(spec.heap_factors)} heap sizes (H_min × "
-        f"{', '.join(f'{f:g}' for f in spec.heap_factors)}) × {scenario.replicates} replicates per variant; each "
+        f"{', '.join(f'{f:g}' for f in spec.heap_factors)}, H_min found by bisection: below) × "
+        f"{scenario.replicates} replicates per variant; each "
         f"configuration is a Java run on the platform: {spec.instructions:,} mutator instructions interleaved with "
         f"allocation stores and {spec.collector} collections decided by the heap simulator (heaps and allocation "
         f"volumes × {spec.heap_scale:g}, {spec.instructions_per_unit:g} mutator instructions per bytecode unit), "
@@ -192,8 +257,18 @@ def fill_report(rep, spec, scenario, totals, gc, fits, figs_by_variant, t4, inte
         f"Response {spec.response}; excluded pairs {', '.join(spec.exclude) or 'none'}; redundant predictors "
         f"{'dropped at Spearman ρ² ≥ %g' % spec.redundancy_cut if spec.redundancy_cut else 'kept'}"
         f"{' (never ' + ', '.join(spec.keep_predictors) + ')' if spec.redundancy_cut and spec.keep_predictors else ''}.")
+    rep.heading("Minimum heap H_min: found by the simulator, next to seed 000 Table III")
+    rep.paragraph(f"H_min is the smallest fixed {spec.collector} heap in which the workload's whole allocation stream "
+                  f"(volumes × {spec.heap_scale:g}, the stream the runs allocate) runs without running out of memory, "
+                  f"found by bisection on the simulated heap to {spec.min_heap_rel_tol:g} of its size "
+                  f"({int(rates['h_min_probes'])} functional runs, {rates['h_min_wall_seconds']:.1f} s). The study's "
+                  "heap axis is the found H_min; seed 000's Table III (the real 7447A with Sun's JVM, whose least "
+                  f"heap is {seed000.JVM_FLOOR_KB:,} kB: values at that floor are upper bounds) is shown for "
+                  "comparison only.")
+    rep.table(h_min, caption="h_min_found_kb: full-size equivalent (simulated bytes / heap_scale); "
+                             "seed_table_iii_kb: seed 000 Table III (measured)", float_format="{:.4g}")
     rep.paragraph("Measurement error (seed 000 §III-A: the 95% interval of a configuration's mean over its "
-                  f"replicates, averaged over configurations): seed ±{SEED_MEASUREMENT_CI95_PCT:g}%; whatif "
+                  f"replicates, averaged over configurations): seed ±{seed000.MEASUREMENT_CI95_PCT:g}%; whatif "
                   + ", ".join(f"{v} ±{d['measurement_ci95_pct']:.2f}%" for v, d in docs.items()) + ".")
     rep.heading("Table IV: whatif next to seed 000")
     rep.table(t4, caption="Seed: R² and prediction error ± the seed's interval (its ± matches the per-prediction "
@@ -272,11 +347,6 @@ def report_sections(rep: Report, res: RegressionResults, figs: dict, title: str 
 SEED_EXCLUDE = ["l2_imiss*l2_dmiss", "dl1_miss*l2_imiss"]      # seed 000 §IV-B: "not meaningful"
 
 
-SEED_TABLE_IV = {"I": {"r2": 0.907, "cv_error_pct": 12.02, "cv_error_spread": 32.34},
-                 "II": {"r2": 0.992, "cv_error_pct": 2.89, "cv_error_spread": 11.27},
-                 "II_pruned": {"r2": 0.992, "cv_error_pct": 2.91, "cv_error_spread": 11.25}}
-
-
 TLB_EVENTS = ("dtlb_miss", "itlb_miss")
 
 
@@ -289,5 +359,3 @@ def is_tlb_cache(term: str) -> bool:
     return len(parts) == 2 and (
         (parts[0] in TLB_EVENTS and parts[1] in CACHE_EVENTS) or (parts[1] in TLB_EVENTS and parts[0] in CACHE_EVENTS))
 
-
-SEED_MEASUREMENT_CI95_PCT = 1.53    # seed 000 §III-A: 95% interval of a configuration's five replicates

@@ -16,11 +16,17 @@ sweep counts one application's collections over heap sizes (functional simulatio
 ``results.json``::
 
     {"apps": {name: {"collections": n, "mean_abs_error_pct": x, "max_abs_error_pct": x,
-                     "time_difference_pct": x, "explicit_collections": n, "compacting_collections": n,
-                     "without_explicit": {...}, "thesis_form": {...}}},
+                     "time_difference_pct": x, "compacting_collections": n,
+                     "without_explicit": {...}, "thesis_form": {...}, "allocated_objects": n, "out_of_memory": b,
+                     "inputs": {"total_alloc_mb" | "heap_mb" | "explicit_gc": {"value", "what", "source"},
+                                "scale": x, "heap_bytes_simulated": n}}},
      "cost_functions": {"c_fixed": {...}, "c_live_s": {size: s}, "c_dead_s": {...}, "c_ref_s": x, ...},
      "goal": {"pct": 5, "apps_within": k, "applications": n, "met": bool},
      "heap_sweep": {...}, "platform": name, "runs": [...]   (runs: one entry per run when there are several)}
+
+Workload inputs taken from seed 003 (allocation volumes of Table 5-3, heaps of Figures 5-9/5-10, javac's
+``System.gc()`` calls) are under each application's ``inputs`` with their source, and in the report's inputs
+table (:mod:`scenarios.render.java_inputs`), never among the results.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from whatif.models.hbench import AppProfile, GcCostModel, MicrobenchPlan, error_
 from whatif.models.hbench.plots import plot_size_distributions
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
+from whatif.scenarios.render.java_inputs import input_label, inputs_doc, inputs_table
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.errors import SimulatorInputError
@@ -47,6 +54,7 @@ from whatif.simulator.gc.run import simulate_gc
 from whatif.simulator.platform import load_platform
 
 MB = 1024 * 1024
+EXPLICIT_INPUT = "explicit (input: System.gc() calls)"     # the error table's count of explicit collections
 DEFAULT_APPS = ["specjvm98/compress", "specjvm98/jess", "specjvm98/db", "specjvm98/javac", "specjvm98/mtrt",
                 "specjvm98/jack", "specjvm98/r2mark"]
 
@@ -185,9 +193,12 @@ class HbenchGcStudy(StudyKind):
             logs.append(o["log"].assign(application=name))
             hists.append(o["hist"].assign(application=name))
             spacings.append(o["spacing"].assign(application=name))
-            apps[name] = {"allocated_mb": o["allocated_bytes"] / MB, "allocated_objects": o["allocated_objects"],
-                          "full_run_alloc_mb": o["total_alloc_mb"], "heap_mb_simulated": o["heap_bytes"] / MB,
-                          "out_of_memory": o["out_of_memory"]}
+            # what the run did; its allocation volume, heap and System.gc() calls are inputs (labelled)
+            apps[name] = {"allocated_objects": o["allocated_objects"], "out_of_memory": o["out_of_memory"],
+                          "inputs": {**inputs_doc(i["workload"], self.behaviours[i["workload"]], spec.scale),
+                                     "heap_mb": {"value": i["heap_mb"], "what": "heap (MB, full size)",
+                                                 "source": self._heap_source(spec, i["workload"])},
+                                     "heap_bytes_simulated": o["heap_bytes"]}}
         sweep = [o for i, o in zip(items, outs) if i["kind"] == "sweep"]
         sim_seconds = sum(o["seconds"] for o in outs)
         return {"run": run, "costs": costs, "copy": copy, "microbench": mb, "profiles": profiles,
@@ -195,12 +206,15 @@ class HbenchGcStudy(StudyKind):
                 "sweep": sweep, "sim_seconds": sim_seconds}
 
     @staticmethod
+    def _heap_source(spec: HbenchSpec, workload: str) -> str:
+        return "input (the scenario's heap_mb)" if workload in spec.heap_mb else input_label("heap_mb", workload)
+
+    @staticmethod
     def _app_doc(res, thesis_res, info: dict) -> dict:
         e = res.errors
         t = thesis_res.errors
         return {"collections": e["collections"], "mean_abs_error_pct": e["mean_abs_error_pct"],
                 "max_abs_error_pct": e["max_abs_error_pct"], "time_difference_pct": e["time_difference_pct"],
-                "explicit_collections": e["explicit_collections"],
                 "compacting_collections": e["compacting_collections"],
                 "without_explicit": {k: e["without_explicit"][k] for k in
                                      ("collections", "mean_abs_error_pct", "max_abs_error_pct", "time_difference_pct")},
@@ -218,6 +232,7 @@ class HbenchGcStudy(StudyKind):
                         "spacing": spec.spacing}}
         if r["sweep"]:
             doc["heap_sweep"] = {"application": spec.heap_sweep.application,
+                                 "heap_mb_source": f"factor x {self._heap_source(spec, spec.heap_sweep.application)}",
                                  "points": [{k: o[k] for k in ("factor", "heap_mb", "collections", "out_of_memory",
                                                                "max_live_mb")} for o in r["sweep"]]}
         return doc
@@ -246,7 +261,7 @@ class HbenchGcStudy(StudyKind):
                     columns={"predicted_s": "predicted_thesis_s", "error_pct": "error_thesis_pct"})
                 preds.append(res.table.merge(th, on="gc").assign(application=name))
             tables[f"predictions{tag}"] = pd.concat(preds, ignore_index=True)
-            tables[f"error_summary{tag}"] = error_table(r["headline"]).assign(
+            tables[f"error_summary{tag}"] = error_table(r["headline"]).rename(columns={"explicit": EXPLICIT_INPUT}).assign(
                 **{k: v for k, v in ident.items() if k in ("variant", "platform")})
         run_figs = [run_figures(r, spec) for r in per_run]        # rendered once: files (first run) and report
         figures.update(run_figs[0])
@@ -296,7 +311,7 @@ def outlier_text(name: str, res) -> list[str]:
     if len(ex):
         w = e["without_explicit"]
         out.append(f"{name}: collections {', '.join(str(g + 1) for g in ex['gc'])} were explicit System.gc() calls "
-                   f"(mean error {ex['error_pct'].mean():+.1f}%); "
+                   f"({input_label('explicit_gc', name)}; mean error {ex['error_pct'].mean():+.1f}%); "
                    + (f"{int(ex['compacted'].sum())} of them compacted (moved {ex['bytes_copied'].sum() / MB:.2f} MB), "
                       "which the copy approximation (bytes copied / bandwidth) prices without the per-object work "
                       "of a sliding compaction (three passes over the heap, reference fix-ups through forwarding "
@@ -367,11 +382,18 @@ def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict]
                       "miss of its own; below, neighbours share the line.  Nothing in the simulator prices object "
                       "size: this is the caches.")
         rep.heading("Applications (Table 5-3, Figure 5-8)")
-        t = pd.DataFrame([{"application": n, **a} for n, a in r["apps"].items()])
-        rep.table(t)
+        behaviours = {app_label(w): load_behaviour(w) for w in spec.applications}
+        heaps = {app_label(w): mb for w, mb in spec.heap_mb.items()}
+        rep.table(inputs_table(behaviours, spec.scale, heaps),
+                  caption="Inputs of the runs, not results: a run allocates its input volume and calls System.gc() "
+                          "where its input says (values from seed 003 where it gives them)")
+        t = pd.DataFrame([{"application": n, "allocated_objects": a["allocated_objects"],
+                           "collections": doc["apps"][n]["collections"], "out_of_memory": a["out_of_memory"]}
+                          for n, a in r["apps"].items()])
+        rep.table(t, caption="What the runs did: objects allocated (sizes drawn from each behaviour), collections")
         rep.figure(*figs["size_distributions"])
         rep.heading("Predicted against actual (Table 5-5, Figures 5-9, 5-10)")
-        et = error_table(r["headline"])
+        et = error_table(r["headline"]).rename(columns={"explicit": EXPLICIT_INPUT})
         et["thesis_form_mean_abs_error_pct"] = [r["thesis"][n].errors["mean_abs_error_pct"] for n in et["application"]]
         rep.table(et, caption=f"Goal: mean |error| within {spec.goal_pct:g}% for all but one application; "
                               f"{doc['goal']['apps_within']} of {doc['goal']['applications']} are "
@@ -385,6 +407,7 @@ def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict]
             rep.figure(*figs[f"predicted_{name}"])
         if r["sweep"]:
             rep.heading("Heap size and the number of collections")
-            pts = pd.DataFrame(doc["heap_sweep"]["points"])
+            pts = pd.DataFrame(doc["heap_sweep"]["points"]).rename(
+                columns={"heap_mb": f"heap_mb ({doc['heap_sweep']['heap_mb_source']})"})
             rep.table(pts)
             rep.figure(*figs["heap_sweep"])

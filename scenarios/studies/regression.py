@@ -1,7 +1,11 @@
 """Study kind ``regression``: seed 000 (Rao & Murakami) on the simulated 7447A.
 
-For each variant (platform overrides), each workload of the scenario (the nine of seed 000 Table III),
-each heap size ``heap_factors × H_min`` (H_min: the catalog's ``min_heap_kb``) and each replicate, a
+First each workload's minimum heap H_min is *found*: the smallest fixed heap in which the workload's whole
+allocation stream (at ``heap_scale``, the stream the study's runs allocate) runs without running out of
+memory, by bisection on the simulated heap (:func:`simulator.gc.minheap.find_min_heap`, to
+``min_heap_rel_tol``).  Seed 000's Table III values are shown beside the found ones; they are not used.
+Then, for each variant (platform overrides), each workload of the scenario (the nine of seed 000 Table III),
+each heap size ``heap_factors × H_min`` and each replicate, a
 Java run (:class:`simulator.javamachine.JavaMachine`: the workload's mutator stream interleaved with
 allocation stores and mark-sweep collections decided by the heap simulator, under OS timer noise)
 counts every platform PMU event.  In ``physical`` PMU mode the events are spread over several runs
@@ -22,20 +26,22 @@ cross-validation.
 Scale (``[regression]`` keys, documented in the shipped scenario): ``instructions`` mutator
 instructions per run; heaps and the allocation stream's volumes scaled by ``heap_scale`` (object
 sizes are not); ``instructions_per_unit`` mutator instructions per bytecode-equivalent unit of
-allocation behaviour (how much the mutator's work between collections is compressed).  The start-up's
-long-lived data is allocated functionally before the timed window.
+allocation behaviour (how much the mutator's work between collections is compressed); ``time_scale``
+how finely the timer's work is spread (:mod:`simulator.osnoise`).  The start-up's long-lived data is
+allocated functionally before the timed window.
 
 ``results.json``::
 
     {"variants": {name: {"I": {"r2", "cv_error_pct", "cv_error_ci95", "n_terms"}, "II": {...},
                          "II_pruned": {...}, "f_test_p": p, "pruned_interactions": ["a*b", ...],
                          "observations": n, "tlb_cache_interactions": [...], "warnings": [...]}},
-     "seed_table_iv": {...}, "interaction_comparison": {...}, "design": {...}}
+     "h_min": {workload: {"found_kb", "heap_bytes", "below_bytes", "probes", "seconds", "seed_table_iii_kb"}},
+     "seed_table_iv": {...}, "fidelity": {...}, "interaction_comparison": {...}, "design": {...}}
 
 Tables: ``totals`` (contract 1, every variant), ``java_runs`` (collections, GC cycles and
-instructions per configuration and PMU run), ``table_iv`` (every variant next to the seed),
-``interactions`` (pruned interaction terms across variants) and, per variant, the engine's tables
-prefixed ``<variant>_``.  Figures: Figures 1-4 per variant.
+instructions per configuration and PMU run), ``h_min`` (found next to Table III), ``table_iv`` (every
+variant next to the seed), ``interactions`` (pruned interaction terms across variants) and, per variant,
+the engine's tables prefixed ``<variant>_``.  Figures: Figures 1-4 per variant.
 """
 
 from __future__ import annotations
@@ -57,20 +63,20 @@ from whatif.models.regression import ModelInputWarning, RegressionStudy
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.measure import compile_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
-from whatif.scenarios.render.regression import SEED_EXCLUDE, build_output
+from whatif.scenarios.render.regression import SEED_EXCLUDE, build_output, h_min_table
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.scenario import MAX_RUNS
 from whatif.simulator.collect import merged_totals, pmu_groups
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.gc.behaviour import load_behaviour
 from whatif.simulator.gc.config import check_collector
+from whatif.simulator.gc.minheap import DEFAULT_REL_TOL, find_min_heap
 from whatif.simulator.javamachine import JavaMachine
 from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import load_platform
 from whatif.simulator.workload import load_workload
 
 DEFAULT_FACTORS = [1.0 + 0.5 * i for i in range(11)]          # H_min .. 6 H_min in steps of 0.5 H_min
-# seed 000 Table IV
 KB = 1024
 
 
@@ -81,9 +87,11 @@ class RegressionSpec(BaseModel):
     instructions: int = Field(default=300_000, ge=1000)
     instructions_per_unit: float = Field(default=0.2, gt=0)
     heap_scale: float = Field(default=1 / 32, gt=0, le=1)
+    min_heap_rel_tol: float = Field(default=DEFAULT_REL_TOL, gt=0, lt=1)   # bisection's bracket for H_min
     collector: str = "mark-sweep"
     pmu: Literal["ideal", "physical"] = "physical"
     os_noise: bool = True
+    time_scale: float = Field(default=1e-4, gt=0, allow_inf_nan=False)   # the timer's spreading (TimerNoise)
     same_input: bool = True                                  # every run reads the benchmark's one input
     response: str = "cycles"
     predictors: list[str] | None = None                        # default: every other platform event
@@ -101,6 +109,18 @@ class RegressionSpec(BaseModel):
 
 def short_name(workload: str) -> str:
     return workload.rpartition("/")[2].rpartition(":")[2]
+
+
+# ---------------------------------------------------------------------------------------- H_min
+def find_workload_min_heap(item: dict, shared: dict, progress=None) -> dict:
+    """H_min of one workload's allocation stream (the program seed's) at the study's scale (module level, so
+    process pools and Dask workers can import it)."""
+    found = find_min_heap(load_behaviour(item["workload"]), _platform(item["platform"], ()),
+                          scale=shared["heap_scale"], seed=item["program_seed"], collector=shared["collector"],
+                          rel_tol=shared["rel_tol"])
+    if progress is not None:
+        progress(1)
+    return found.to_dict()
 
 
 # ---------------------------------------------------------------------------------------- one configuration
@@ -125,7 +145,7 @@ def run_configuration(item: dict, shared: dict, progress=None) -> dict:
                         instructions=shared["instructions"], instructions_per_unit=shared["instructions_per_unit"],
                         seed=item["program_seed"], run_seed=int(seeds[i].generate_state(1)[0]),
                         input_seed=item["program_seed"] if shared["same_input"] else None,
-                        noise=TimerNoise() if shared["os_noise"] else None, collector=shared["collector"],
+                        noise=TimerNoise(time_scale=shared["time_scale"]) if shared["os_noise"] else None, collector=shared["collector"],
                         alloc_scale=shared["heap_scale"])
         m.run()
         counters = m.counters()
@@ -154,16 +174,12 @@ class RegressionStudyKind(StudyKind):
             check_collector(spec.collector)
         except SimulatorInputError as exc:
             raise self.fail("regression.collector", str(exc)) from None
-        self.hmin = {}
         for w in self.scenario.workloads:
             try:
-                ref = load_workload(w)
-                load_behaviour(w)
+                load_workload(w)
+                load_behaviour(w)            # H_min is found on its allocation stream
             except SimulatorInputError as exc:
                 raise self.fail("workloads", str(exc)) from None
-            if ref.spec.min_heap_kb is None:
-                raise self.fail("workloads", f"{w} has no min_heap_kb (H_min) in its catalog")
-            self.hmin[w] = ref.spec.min_heap_kb
 
     def plan(self, runs: list) -> list:
         """Every named event exists on every platform, and each variant's table has rows enough for the
@@ -200,12 +216,15 @@ class RegressionStudyKind(StudyKind):
 
     def run(self, ctx) -> StudyOutput:
         spec = self.spec["regression"]
-        items = self._items(ctx.runs, spec)
-        shared = {"instructions": spec.instructions, "instructions_per_unit": spec.instructions_per_unit,
-                  "heap_scale": spec.heap_scale, "collector": spec.collector, "pmu": spec.pmu,
-                  "os_noise": spec.os_noise, "same_input": spec.same_input}
         compile_kernels(ctx.progress)
         workers = spec.workers or _cores()
+        started = time.perf_counter()
+        h_min = self._min_heaps(ctx, spec, workers)
+        h_min_seconds = time.perf_counter() - started
+        items = self._items(ctx.runs, spec, h_min)
+        shared = {"instructions": spec.instructions, "instructions_per_unit": spec.instructions_per_unit,
+                  "heap_scale": spec.heap_scale, "collector": spec.collector, "pmu": spec.pmu,
+                  "os_noise": spec.os_noise, "time_scale": spec.time_scale, "same_input": spec.same_input}
         started = time.perf_counter()
         with progress_bar(len(items), "regression: Java runs", enabled=ctx.progress) as advance:
             try:
@@ -220,20 +239,40 @@ class RegressionStudyKind(StudyKind):
                  "simulation_wall_seconds": sim_seconds, "configurations": len(items), "workers": workers,
                  "simulation_worker_seconds": sum(o["host_seconds"] for o in outs),
                  "simulated_instructions": sum(o["instructions"] for o in outs),
-                 "simulated_runs": sum(o["pmu_runs"] for o in outs)}
-        return StudyOutput(**build_output(spec, ctx.scenario, totals, gc, fits, rates))
+                 "simulated_runs": sum(o["pmu_runs"] for o in outs), "h_min_wall_seconds": h_min_seconds,
+                 "h_min_probes": sum(h["probes"] for h in h_min.values())}
+        return StudyOutput(**build_output(spec, ctx.scenario, totals, gc, fits, rates,
+                                          h_min_table(h_min, short_name)))
 
     # ------------------------------------------------------------------ set-up
-    def _items(self, runs: list, spec: RegressionSpec) -> list[dict]:
+    @staticmethod
+    def _min_heaps(ctx, spec: RegressionSpec, workers: int) -> dict[tuple[str, int], dict]:
+        """H_min per (workload, program seed): every binary allocates its own stream."""
+        todo = {}
+        for run in ctx.runs:
+            todo.setdefault((run.workload, run.program_seed), {"workload": run.workload, "platform": run.platform,
+                                                               "program_seed": run.program_seed})
+        keys = list(todo)
+        shared = {"heap_scale": spec.heap_scale, "collector": spec.collector, "rel_tol": spec.min_heap_rel_tol}
+        with progress_bar(len(keys), "regression: H_min by bisection", enabled=ctx.progress) as advance:
+            try:
+                found = ctx.executor.map(find_workload_min_heap, [todo[k] for k in keys], shared=shared,
+                                         progress=advance, units=1, workers=workers)
+            except SimulatorInputError as exc:
+                raise ScenarioError(f"{ctx.source}: {exc}") from None
+        return dict(zip(keys, found))
+
+    @staticmethod
+    def _items(runs: list, spec: RegressionSpec, h_min: dict[tuple[str, int], dict]) -> list[dict]:
         items = []
         for run in runs:
+            found = h_min[(run.workload, run.program_seed)]
             for k, f in enumerate(spec.heap_factors):
-                heap_kb = self.hmin[run.workload] * f
                 items.append({"variant": run.variant, "platform": run.platform, "overrides": list(run.overrides),
                               "workload": run.workload, "replicate": run.replicate, "replicate_seed": run.seed,
                               "program_seed": run.program_seed, "binary": run.binary,
-                              "heap_index": k, "heap_factor": f, "heap_kb": heap_kb,
-                              "heap_bytes": max(int(heap_kb * KB * spec.heap_scale), 4096)})
+                              "heap_index": k, "heap_factor": f, "heap_kb": found["full_size_kb"] * f,
+                              "heap_bytes": max(int(found["heap_bytes"] * f) // 8 * 8, 4096)})
         return items
 
     # ------------------------------------------------------------------ tables and fits

@@ -16,11 +16,19 @@ With several variants, each (variant, platform) is a platform of its own, labell
 ``results.json``: the engine's ``--json`` document (``platforms``, ``system_evaluation``, ``warnings``, ...)
 with ``system_evaluation[pair].reference_direction_correct`` a bool (false also when the method made no
 prediction: see ``reference_prediction``), plus ``run_times`` (platform -> application -> simulated s),
-``intervals`` (platform -> application -> sampling intervals) and ``seed002_table9`` (the published values).
+``intervals`` (platform -> application -> sampling intervals), ``seed002_table9`` (the published values) and
+``fidelity``: the simulation next to seed 002's real measurements -- per platform the Spearman rho between
+each program's simulated signature and its Table 1 signature (``table1_rho``, ``table1_mean_rho``), the
+similarity matrices against Tables 5-7, Table 9's % correct, and the §4.1 sensitivity: the same runs read
+under each ``[similarity] sensitivity`` schedule ([s_i, s_p] in the seed's seconds, the sampling's s_d;
+scaled by time_scale), the mean |change| of the sample mean CPI between consecutive schedules against the
+seed's 6 % and 9 %.  They are measurements of how far the models reproduce the real machines, not targets:
+nothing is fitted to them.
 Tables: the simulate tables (``timeseries``, ``totals``, ``cpi_stacks``), the engine's tables
 (``signatures``, ``similarity`` (long form) and ``similarity_<platform>``, ``mst``, ``clusters``,
-``cut_steps``, ``reference_search``, ``kmeans_comparison``, ``system_evaluation`` ...), ``run_times`` and
-``speedups``.
+``cut_steps``, ``reference_search``, ``kmeans_comparison``, ``system_evaluation`` ...), ``run_times``,
+``speedups``, ``fidelity_table1`` (per platform and program: simulated and seed signatures, rho),
+``sensitivity`` (per platform, program and schedule: intervals, mean CPI) and ``sensitivity_summary``.
 """
 
 from __future__ import annotations
@@ -29,20 +37,22 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, PositiveInt
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from whatif.models.errors import ModelInputError
-from whatif.models.similarity import SimilarityEngine, SimilarityResults, SimilarityWarning, average_ranks
-from whatif.models.similarity.evaluation import SEED002_TABLE9
+from whatif.models.similarity import SimilarityEngine, SimilarityResults, SimilarityWarning
 from whatif.models.similarity import seed002
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.report import Report, figure_png
 from whatif.scenarios.measure import SimulateSpec, check_sampling, check_workloads, simulate_runs
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.similarity import add_report_sections, parquet_safe
+from whatif.scenarios.render.similarity_seed import (Fidelity, fidelity, improvement_comparison, seed_name,
+                                                     signature_comparison, similarity_comparison)
 from whatif.scenarios.render.simulate import cpi_stack_figure, simulate_tables
 from whatif.scenarios.results.progress import status
 from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.sampling import Sampling
 from whatif.simulator.workload import load_workload
 
 MIN_ENGINE_INTERVALS = 3        # the engine's floor (Pearson r of fewer points is meaningless)
@@ -59,6 +69,8 @@ class SimilaritySpec(BaseModel):
     kmeans: list[int] = [3, 5]
     on_constant: str = "zero"
     min_intervals: PositiveInt = 20
+    # seed 002 §4.1: further [s_i, s_p] schedules (the seed's seconds, the sampling's s_d) read over every run
+    sensitivity: list[tuple[PositiveFloat, PositiveFloat]] = [(3.0, 5.0), (5.0, 10.0), (30.0, 60.0)]
 
 
 @register_study
@@ -81,6 +93,17 @@ class SimilarityStudy(StudyKind):
         if self.spec["simulate"].sampling is None:
             raise self.fail("simulate.sampling", "the similarity study needs the sampling engine; give "
                                                  "sampling = [s_d, s_p, s_i] (e.g. [10, 5, 3])")
+        self.sensitivity = self._sensitivity_schedules()
+
+    def _sensitivity_schedules(self) -> tuple[Sampling, ...]:
+        """The §4.1 schedules in simulated seconds: each [s_i, s_p] with the sampling's delay, time-scaled."""
+        spec, out = self.spec["simulate"], []
+        for si, sp in self.spec["similarity"].sensitivity:
+            try:
+                out.append(Sampling(spec.sampling[0], sp, si).scaled(spec.time_scale))
+            except SimulatorInputError as exc:
+                raise self.fail("similarity.sensitivity", f"[{si:g}, {sp:g}]: {exc}") from None
+        return tuple(out)
 
     def plan(self, runs: list) -> list:
         check_sampling(self.spec["simulate"], runs, self.source, min_intervals=MIN_ENGINE_INTERVALS)
@@ -88,33 +111,38 @@ class SimilarityStudy(StudyKind):
 
     def run(self, ctx) -> StudyOutput:
         spec, sim, engine = self.spec["simulate"], self.spec["similarity"], self.engine
-        runs = simulate_runs(ctx, spec)
+        runs = simulate_runs(ctx, spec, sensitivity=self.sensitivity)
         labels = _platform_labels(runs)
         for r in runs:
             r["label"] = labels[(r["variant"], r["platform"])]
-        sim_tables = simulate_tables([{k: v for k, v in r.items() if k != "label"} for r in runs])
+        sim_tables = simulate_tables([{k: v for k, v in r.items() if k not in ("label", "sensitivity_cpi")} for r in runs])
         series, run_times, intervals, notes = _engine_inputs(ctx, runs, sim.min_intervals)
         with warnings.catch_warnings(), status("similarity engine", enabled=ctx.progress) as note:
             warnings.simplefilter("ignore", SimilarityWarning)       # reported through results.warnings
             results = engine.fit(series, run_times, source=ctx.source,
                                  progress=lambda p: note(f"analysing platform {p}"))
         doc = results_document(results, run_times, intervals, notes)
+        fid = fidelity(results, runs, [tuple(x) for x in sim.sensitivity])
+        doc["fidelity"] = fid.doc
         tables = {**sim_tables, **{k: parquet_safe(v) for k, v in results.tables().items()}}
         tables["similarity"] = _similarity_long(results)
         tables["run_times"] = run_times
         tables["speedups"] = _speedups(run_times)
+        tables.update(fid.tables)
         figures: dict[str, tuple] = {}
         staged = Report("similarity study")
-        add_study_report(staged, results, run_times, intervals, notes, runs, spec, sim, sim_tables, figures)
+        add_study_report(staged, results, run_times, intervals, notes, runs, spec, sim, sim_tables, figures, fid)
         rate = float(np.mean([r["sim_instructions_per_s"] for r in runs])) if runs else 0.0
+        cpi = (pd.DataFrame([{"metric": f"mean CPI @{r['platform']}", "variant": r["variant"], "value": r["cpi"]}
+                             for r in runs]).groupby(["metric", "variant"], sort=False, as_index=False)["value"].mean())
+        fid_head = fid.headline(runs[0]["variant"] if runs else "")
+        headline = pd.concat([cpi, fid_head], ignore_index=True)
         return StudyOutput(results=doc, tables=tables, figures=figures, report=lambda rep: rep.extend(staged),
                            rates={"sim_instructions_per_s": rate},
                            parameters={"simulate": spec.model_dump(), "similarity": sim.model_dump(),
                                        "engine": {k: (list(v) if isinstance(v, tuple) else v)
                                                   for k, v in engine.get_params().items()}},
-                           headline=pd.DataFrame([{"metric": f"mean CPI @{r['platform']}", "variant": r["variant"],
-                                                   "value": r["cpi"]} for r in runs])
-                           .groupby(["metric", "variant"], sort=False, as_index=False)["value"].mean())
+                           headline=headline, headline_absolute=tuple(fid_head["metric"]))
 
 
 # ---------------------------------------------------------------------------------------- inputs
@@ -202,108 +230,14 @@ def results_document(results: SimilarityResults, run_times: pd.DataFrame, interv
     doc["seed002_table9"] = {row["current -> candidate"].replace(" -> ", "->"):
                              {"correct_pct": row["% correct"], "incorrect_pct": row["% incorrect"],
                               "unpredictable_pct": row["% unpredictable"]}
-                             for row in SEED002_TABLE9.to_dict("records")}
+                             for row in seed002.TABLE9.to_dict("records")}
     return doc
-
-
-# ---------------------------------------------------------------------------------------- comparisons with the seed
-def _seed_name(app: str) -> str:
-    try:
-        return load_workload(app).name
-    except SimulatorInputError:
-        return app
-
-
-def _rank_corr(a: np.ndarray, b: np.ndarray) -> float:
-    ra, rb = average_ranks(np.vstack([a, b]))
-    if np.ptp(ra) == 0 or np.ptp(rb) == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
-def signature_comparison(results: SimilarityResults, platform: str) -> pd.DataFrame | None:
-    """Table 1 analogue next to Table 1: simulated and published signatures and their rank agreement."""
-    if platform not in results.platforms or platform not in seed002.PLATFORMS:
-        return None
-    r = results.platforms[platform]
-    stalls = list(seed002.STALLS[platform])
-    if not set(stalls) <= set(r.stalls):
-        return None
-    published = seed002.signatures(platform)
-    cols = [r.stalls.index(s) for s in stalls]
-    short = [s.replace("RESOURCE_STALLS.", "").replace("RAT_STALLS.ANY", "RAT") for s in stalls]
-    rows = []
-    for i, app in enumerate(r.applications):
-        name = _seed_name(app)
-        mine = r.signatures[i, cols]
-        row = {"application": app, **{f"sim {s}": v for s, v in zip(short, mine)}}
-        if name in published.index:
-            theirs = published.loc[name].to_numpy(dtype=float)
-            row.update({f"seed {s}": v for s, v in zip(short, theirs)})
-            row["rank agreement rho"] = _rank_corr(mine, theirs)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def similarity_comparison(results: SimilarityResults, platform: str) -> dict | None:
-    """Tables 5–7: agreement of the simulated and published similarity over the pairs of seed applications."""
-    if platform not in results.platforms or platform not in seed002.PLATFORMS:
-        return None
-    r = results.platforms[platform]
-    published = seed002.similarity(platform)
-    names = {_seed_name(a): i for i, a in enumerate(r.applications)}
-    common = [a for a in seed002.APPS if a in names]
-    if len(common) < 3:
-        return None
-    mine, theirs = [], []
-    for x in range(len(common)):
-        for y in range(x):
-            mine.append(r.similarity[names[common[x]], names[common[y]]])
-            theirs.append(published.loc[common[x], common[y]])
-    mine, theirs = np.asarray(mine), np.asarray(theirs)
-    return {"pairs": len(mine), "pearson": float(np.corrcoef(mine, theirs)[0, 1]),
-            "mean_abs_difference": float(np.mean(np.abs(mine - theirs))),
-            "same_sign_pct": float(100.0 * np.mean(np.sign(mine) == np.sign(theirs)))}
-
-
-def table9_comparison(results: SimilarityResults) -> pd.DataFrame:
-    """Per platform pair: how often the recommendation agrees with the simulated truth, next to Table 9."""
-    ev = results.system_evaluation
-    seed = SEED002_TABLE9.set_index("current -> candidate")
-    rows = []
-    for p in (ev.pairs if ev is not None else ()):
-        key = f"{p.current} -> {p.candidate}"
-        pub = seed.loc[key] if key in seed.index else None
-        rows.append({"current -> candidate": key, "cases": p.n_cases,
-                     "sim % correct": p.correct_pct, "sim % incorrect": p.incorrect_pct,
-                     "sim % unpredictable": p.unpredictable_pct,
-                     "seed % correct": None if pub is None else pub["% correct"],
-                     "seed % incorrect": None if pub is None else pub["% incorrect"],
-                     "seed % unpredictable": None if pub is None else pub["% unpredictable"],
-                     "reference predicted": p.reference_prediction,
-                     "reference true speedup": p.reference_speedup,
-                     "reference correct": p.reference_direction_correct,
-                     "nearest neighbour correct": p.nearest_neighbour_direction_correct})
-    return pd.DataFrame(rows)
-
-
-def improvement_comparison(results: SimilarityResults) -> pd.DataFrame:
-    """§4.3: mean improvement of the reference's similar set vs the suite, next to the published figures."""
-    rows = []
-    for p in (results.system_evaluation.pairs if results.system_evaluation is not None else ()):
-        pub = seed002.MEAN_IMPROVEMENT_PCT.get(p.key, {})
-        pct = (lambda s: None if s is None else 100.0 * (s - 1.0))
-        rows.append({"current -> candidate": f"{p.current} -> {p.candidate}",
-                     "sim % similar set": pct(p.similar_mean_speedup), "sim % suite": pct(p.suite_mean_speedup),
-                     "sim % reference": pct(p.reference_speedup),
-                     "seed % similar to Y": pub.get("similar to Y"), "seed % suite": pub.get("suite")})
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------- report
 def add_study_report(report: Report, results: SimilarityResults, run_times: pd.DataFrame, intervals: dict,
                      notes: list[str], runs: list[dict], spec, sim: SimilaritySpec, sim_tables: dict,
-                     figures: dict) -> None:
+                     figures: dict, fid: Fidelity) -> None:
     """The study's sections; every figure also goes into ``figures`` (name -> (PNG bytes, caption))."""
 
     def sink(name: str, fig, caption: str = "") -> bytes:
@@ -337,11 +271,24 @@ def add_study_report(report: Report, results: SimilarityResults, run_times: pd.D
     report.figure(sink("cpi_stacks", cpi_stack_figure(sim_tables["cpi_stacks"]), "CPI stacks"),
                   "CPI stacks of the simulated runs (where the cycles go)")
 
-    report.heading("Agreement with seed 002")
+    report.heading("Fidelity: the simulation next to seed 002's real measurements")
     report.paragraph("The simulated machines and workloads are models, so agreement with the published values "
-                     "measures how far the models reproduce the real machines' stall behaviour; the method's own "
-                     "accuracy is judged against the simulated truth (Table 9 analogue below).")
-    t9 = table9_comparison(results)
+                     "measures how far the models reproduce the real machines' stall behaviour; nothing is fitted "
+                     "to them. The method's own accuracy is judged against the simulated truth (Table 9 analogue "
+                     f"below). Source: {seed002.SOURCE}.")
+    if len(fid.table1_rho):
+        report.table(fid.table1_rho, caption="Table 1: Spearman rho between each program's simulated signature and "
+                                             "its signature in seed 002's Table 1, per platform (1: the same rank "
+                                             "order of the five stall correlations; NaN: a constant signature)",
+                     float_format="{:.2f}")
+    if len(fid.sensitivity_summary):
+        report.table(fid.sensitivity_summary,
+                     caption="§4.1: the same runs read under each sampling schedule (s_i/s_p; the sampling's s_d; "
+                             f"scaled by time_scale = {spec.time_scale:g}); mean |change| of the sample mean CPI "
+                             "between consecutive schedules, in % of the first, next to the seed's 6 % and 9 % (the seed prints "
+                             "its third schedule, 30/60 s, as 20 %; the seconds are what is simulated)",
+                     float_format="{:.2f}")
+    t9 = fid.table9
     if len(t9):
         report.table(t9, caption="Table 9 analogue: % of cases where the direction predicted from the similar "
                                  "applications agrees with the simulated truth (sim), next to seed 002's Table 9 "
@@ -349,18 +296,16 @@ def add_study_report(report: Report, results: SimilarityResults, run_times: pd.D
         report.table(improvement_comparison(results), caption="Mean improvement (speedup - 1, %) of the "
                      "reference's similar set and of the whole suite (seed 002 §4.3 gives it from Harpertown)",
                      float_format="{:.1f}")
-    agree = []
-    for p in results.platforms:
-        sc = similarity_comparison(results, p)
-        sig = signature_comparison(results, p)
-        if sc is None or sig is None:
-            continue
-        agree.append({"platform": p, "signature rank agreement (mean rho)": float(sig["rank agreement rho"].mean()),
-                      "similarity pairs": sc["pairs"], "similarity Pearson r (sim vs seed)": sc["pearson"],
-                      "mean |difference|": sc["mean_abs_difference"], "% same sign": sc["same_sign_pct"]})
+    agree = [{"platform": p, "signature rank agreement (mean rho)": fid.doc["table1_mean_rho"][p],
+              "seed table": m["seed_table"], "similarity pairs": m["pairs"],
+              "similarity Pearson r (sim vs seed)": m["pearson"], "mean |difference|": m["mean_abs_difference"],
+              "% same sign": m["same_sign_pct"]} for p, m in fid.doc["similarity_matrices"].items()]
     if agree:
         report.table(pd.DataFrame(agree), caption="Signatures (Table 1) and similarity matrices (Tables 5–7): "
                                                   "simulated vs published", float_format="{:.3f}")
+    if len(fid.sensitivity):
+        report.table(fid.sensitivity, caption="§4.1 per program: sampling intervals and the sample mean CPI of each "
+                                              "schedule", float_format="{:.4g}")
     for p in results.platforms:
         sig = signature_comparison(results, p)
         if sig is not None:
@@ -376,7 +321,7 @@ def add_study_report(report: Report, results: SimilarityResults, run_times: pd.D
         report.table(km, caption="Table 8 analogue: the cluster holding the reference (simulated)")
         report.table(seed002.TABLE8, caption="Seed 002, Table 8 (as published)")
     apps = next(iter(results.platforms.values())).applications
-    astar = next((a for a in apps if _seed_name(a) == "473.astar"), None)
+    astar = next((a for a in apps if seed_name(a) == "473.astar"), None)
     if astar is not None and results.series is not None:
         report.figure(sink("time_series_473_astar", results.plot_time_series(astar), "473.astar series"),
                       "Figure 3 analogue: CPI and stall-ratio series of 473.astar on each platform")
