@@ -23,8 +23,9 @@ def digest(p) -> str:
     return hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)).hexdigest()[:16]
 
 
-# The programs' bits are not pinned across machines: numpy's float64 power/log kernels are chosen by the CPU
-# (AVX-512 against AVX2 builds differ in the last ulp), and the synthesiser's calibrations round on them.  What
+# The programs' bits are not pinned across machines: the hashes pinned on an earlier host fail on this one at the
+# commit that pinned them, with the same packages (most likely numpy's CPU-dispatched float64 power/log kernels,
+# on which the synthesiser's calibrations round).  What
 # the JIT layer must guarantee is that it never runs for a workload without a jit table.
 @pytest.mark.parametrize("isa, workload", WITHOUT_JIT)
 def test_workloads_without_a_jit_table_never_reach_the_jit_layer(isa, workload, monkeypatch):

@@ -69,8 +69,9 @@ class MemoryHierarchy:
         self.level_names = _depth_order(platform)
         depth = _depths(platform)
         self.level_depths = [depth[name] for name in self.level_names]    # per level of level_names
-        self._depth_index = np.asarray(self.level_depths, dtype=np.intp)
         self._depth_count = max(self.level_depths) + 1
+        # levels summed into their depth by one product (lines_in runs twice per kernel call)
+        self._depth_matrix = (np.arange(self._depth_count)[:, None] == np.array(self.level_depths)).astype(np.int64)
         self.tlb_names = list(platform.tlbs)
         self._engine_words: list[tuple[int, int]] = []     # (state offset, engines) of levels with engines
         self._tlb_tags: list[tuple[int, int]] = []         # (state offset, words) of each TLB's tags
@@ -246,10 +247,7 @@ class MemoryHierarchy:
         N = L.views(self.state.S).N
         nl, nt = len(self.level_names), len(self.tlb_names)
         per_level = N[:nl, L.CN_MISS + L.SRC_IFETCH:L.CN_MISS + L.SRC_WALK + 1].sum(axis=1) + N[:nl, L.CN_PF_ISSUED]
-        out = np.zeros(self._depth_count + 1, dtype=np.int64)
-        np.add.at(out, self._depth_index, per_level)
-        out[-1] = N[L.TROW0:L.TROW0 + nt, L.TN_WALKS].sum()
-        return out
+        return np.append(self._depth_matrix @ per_level, N[L.TROW0:L.TROW0 + nt, L.TN_WALKS].sum())
 
     def lines_in_names(self) -> list[str]:
         """Names of the elements of :meth:`lines_in`: each depth's levels joined by '+' (``L1I+L1D``, ``L2``,

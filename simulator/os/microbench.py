@@ -104,9 +104,8 @@ def lines_in_prices(memory, op, cycles, seconds, warm_us: float, warm_lines: np.
     for e in range(depths + 1):
         extra_us, extra = cold((lambda d=e: memory.flush_caches(d, tlbs=False)) if e < depths
                                else memory.flush_tlbs)
-        if extra[e] > 0:
-            rest = extra_us - float(np.dot(np.delete(extra, e), np.delete(prices, e)))
-            prices[e] = max(0.0, rest / extra[e])
+        if extra[e] > 0:                  # prices[e] and the deeper ones are still 0 here
+            prices[e] = max(0.0, (extra_us - float(extra @ prices)) / extra[e])
     return prices
 
 
