@@ -237,14 +237,20 @@ class MemoryHierarchy:
         mem = L.views(self.state.S).N[L.MEMROW]
         return int(sum(int(mem[s]) for s in (L.SRC_IFETCH, L.SRC_LOAD, L.SRC_STORE, L.SRC_WALK)))
 
-    def lines_in(self) -> np.ndarray:
+    def counter_snapshot(self) -> np.ndarray:
+        """A copy of every raw counter of the hierarchy (a flat array): the cheap snapshot to take around a
+        piece of work; :meth:`lines_in` reads the difference of two."""
+        return self.state.S[L.N0:L.P0].copy()
+
+    def lines_in(self, counters: np.ndarray | None = None) -> np.ndarray:
         """Lines brought into the caches of each depth from deeper levels or memory so far -- demand misses
         (instruction fetches, loads, stores, page walks) and prefetches issued at a level of that depth
         (element d sums the levels of depth d: ``L2_LINES_IN`` for the L2) -- and, last, the page walks of
         every TLB: the traffic each level of the hierarchy carried, what a cache simulation counts level
         by level.  (Demand misses alone would miss what streams in through the prefetchers: once
-        prefetches take time, a stream costs its lines whether or not a demand finds them missing.)"""
-        N = L.views(self.state.S).N
+        prefetches take time, a stream costs its lines whether or not a demand finds them missing.)
+        With ``counters`` (:meth:`counter_snapshot`, or a difference of two): the lines they count."""
+        N = L.views(self.state.S).N if counters is None else counters.reshape(L.NROWS, L.NCOL)
         nl, nt = len(self.level_names), len(self.tlb_names)
         per_level = N[:nl, L.CN_MISS + L.SRC_IFETCH:L.CN_MISS + L.SRC_WALK + 1].sum(axis=1) + N[:nl, L.CN_PF_ISSUED]
         return np.append(self._depth_matrix @ per_level, N[L.TROW0:L.TROW0 + nt, L.TN_WALKS].sum())

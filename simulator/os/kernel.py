@@ -32,8 +32,8 @@ class Kernel:
         self.calls: dict[str, int] = {}
         self.cycles_by_primitive: dict[str, int] = {}
         self.bytes_by_primitive: dict[str, int] = {}
-        self.lines_by_primitive: dict[str, np.ndarray] = {}    # lines each primitive's calls brought into
-                                                                # each cache depth, and walks (lines_in)
+        self.counters_by_primitive: dict[str, np.ndarray] = {}   # what each primitive's calls added to the
+                                                                   # hierarchy's counters
 
     def _cached(self, key: tuple, build) -> InstrBlock:
         """The block of ``key``, built by ``build()`` unless one of the last BLOCK_CACHE used is it."""
@@ -55,16 +55,32 @@ class Kernel:
         if self.trace is not None:
             self.trace.append(("call", name, int(size), int(src), int(dst)))
         blk = self.block(name, size, src, dst)
-        before, lines = self.core.cycles, self.core.memory.lines_in()
+        memory = self.core.memory
+        before, counters = self.core.cycles, memory.counter_snapshot()
         self.core.run(blk)
         if self.code.spec(name).tlb_flush:
-            self.core.memory.flush_tlbs()
+            memory.flush_tlbs()
         cycles = self.core.cycles - before
         self.calls[name] = self.calls.get(name, 0) + 1
         self.bytes_by_primitive[name] = self.bytes_by_primitive.get(name, 0) + int(size)
         self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
-        self.lines_by_primitive[name] = self.lines_by_primitive.get(name, 0) + self.core.memory.lines_in() - lines
+        added = memory.counter_snapshot() - counters
+        if name in self.counters_by_primitive:
+            self.counters_by_primitive[name] += added
+        else:
+            self.counters_by_primitive[name] = added
         return cycles
+
+    @property
+    def lines_by_primitive(self) -> dict[str, np.ndarray]:
+        """The lines each primitive's calls brought into each cache depth, and their page walks
+        (:meth:`MemoryHierarchy.lines_in`)."""
+        return {name: self.core.memory.lines_in(c) for name, c in self.counters_by_primitive.items()}
+
+    def reset_counts(self) -> None:
+        """Forget the per-primitive calls, bytes, cycles and counters so far (a measurement window opens)."""
+        for counts in (self.calls, self.cycles_by_primitive, self.bytes_by_primitive, self.counters_by_primitive):
+            counts.clear()
 
     def user(self, program: int, process: int, instructions: int, data_kb: float) -> int:
         """Run ``instructions`` of ``program``'s user-mode code in ``process`` (shared text, its own data);

@@ -373,10 +373,7 @@ def run_server(platform: Platform, mix: dict[str, float], clients: int, requests
     while len(server.rows) < total:
         if len(server.rows) >= warmup_requests and "start" not in marks:
             marks["start"], marks["busy"] = env.now, server.cpu_busy
-            server.kernel.calls.clear()
-            server.kernel.cycles_by_primitive.clear()
-            server.kernel.bytes_by_primitive.clear()
-            server.kernel.lines_by_primitive.clear()
+            server.kernel.reset_counts()
             marks["trace"] = len(server.kernel.trace or ())
         env.step()
     window = max(env.now - marks["start"], 1e-12)
@@ -414,23 +411,20 @@ def cache_simulation(platform: Platform, trace: list[tuple], window: tuple[int, 
     :meth:`MemoryHierarchy.lines_in`)."""
     kernel = Kernel(platform, seed=seed)
     kernel.core.make_functional()
-    memory = kernel.core.memory
-    names = memory.lines_in_names()
-    rows: dict[str, np.ndarray] = {}
-    for i, (kind, *args) in enumerate(trace):
+    names = [f"lines_{n}" for n in kernel.core.memory.lines_in_names()]
+    for i, (kind, *args) in enumerate(trace[:window[1]]):      # (what runs after the window counts nowhere)
+        if i == window[0]:
+            kernel.reset_counts()
         if kind == "user":
             kernel.user(*args)
-            continue
-        before = memory.lines_in()
-        kernel.call(*args)
-        if window[0] <= i < window[1]:
-            r = rows.setdefault(args[0], np.zeros(2 + len(names), dtype=np.int64))
-            r[0] += 1
-            r[1] += args[1]
-            r[2:] += memory.lines_in() - before
-    columns = ["calls", "bytes"] + [f"lines_{n}" for n in names]
-    return pd.DataFrame([{"primitive": k, **dict(zip(columns, map(int, r)))} for k, r in rows.items()],
-                        columns=["primitive"] + columns)
+        else:
+            kernel.call(*args)
+    if window[0] >= min(window[1], len(trace)):
+        kernel.reset_counts()                                      # an empty window
+    lines = kernel.lines_by_primitive
+    return pd.DataFrame([{"primitive": p, "calls": n, "bytes": kernel.bytes_by_primitive[p],
+                          **dict(zip(names, map(int, lines[p])))} for p, n in kernel.calls.items()],
+                        columns=["primitive", "calls", "bytes"] + names)
 
 
 def _truss(rows: pd.DataFrame, traces: list[dict[str, float]]) -> pd.DataFrame:
@@ -451,12 +445,13 @@ def _in_context(kernel: Kernel) -> pd.DataFrame:
     system vector in context, against the microbenchmarks' warm loops), and the lines its calls brought
     into each cache depth (``lines_<levels>``, as :func:`cache_simulation` counts them)."""
     names = [f"lines_{n}" for n in kernel.core.memory.lines_in_names()]
+    lines_by_primitive = kernel.lines_by_primitive
     rows = []
     for prim, calls in kernel.calls.items():
         seconds = kernel.seconds(kernel.cycles_by_primitive.get(prim, 0))
         per_byte = kernel.code.spec(prim).unit == "byte"
         units = kernel.bytes_by_primitive.get(prim, 0) if per_byte else calls
-        lines = kernel.lines_by_primitive.get(prim, np.zeros(len(names), dtype=np.int64))
+        lines = lines_by_primitive.get(prim, np.zeros(len(names), dtype=np.int64))
         rows.append({"primitive": prim, "unit": "us/byte" if per_byte else "us", "calls": calls,
                      "cost": 1e6 * seconds / units if units else float("nan"), "seconds": seconds,
                      **dict(zip(names, map(int, lines)))})
