@@ -41,6 +41,8 @@ line).
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Annotated
 
 import pandas as pd
@@ -87,6 +89,7 @@ class HbenchOsSpec(BaseModel):
 def hbench_os_task(item: dict, shared: dict, progress=None) -> dict:
     """One piece of work (module level for pool and Dask workers): a platform's microbenchmarks, or one
     server run of a mix."""
+    started = time.perf_counter()
     platform = load_platform(item["platform"], item["overrides"])
     if item["kind"] == "vector":
         out = {"vector": system_vector(platform, settings=MicrobenchSettings(
@@ -100,6 +103,7 @@ def hbench_os_task(item: dict, shared: dict, progress=None) -> dict:
         out = {"summary": run.summary, "truss": run.truss, "in_context": run.in_context,
                "requests": run.requests.assign(platform=item["label"], mix=item["mix_name"]),
                "trace": run.trace, "trace_window": run.trace_window}
+    out["host_seconds"] = time.perf_counter() - started
     if progress is not None:
         progress(1)
     return out
@@ -180,6 +184,7 @@ class HbenchOsStudy(StudyKind):
                   "warmup": spec.warmup_requests if spec.warmup_requests is not None else 2 * spec.clients,
                   "line": spec.line_kbit_s, "repetitions": spec.microbench_repetitions,
                   "min_ticks": spec.microbench_min_ticks}
+        started = time.perf_counter()
         with progress_bar(len(items) + len(ctx.runs), "hbench-os", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(hbench_os_task, items, shared=shared, progress=advance, units=1, workers=2)
             # the hybrid methodology (§3.1.3): the reference's static server trace replayed on every platform
@@ -190,9 +195,14 @@ class HbenchOsStudy(StudyKind):
             caches = ctx.executor.map(hbench_os_task, replays, shared={"trace": traced["trace"],
                                                                        "window": traced["trace_window"]},
                                       progress=advance, units=1, workers=2)
+        wall = time.perf_counter() - started
         for o in outs:
             o.pop("trace", None)
-        return self._analyse(ctx, spec, items, outs, {i["label"]: o["cache"] for i, o in zip(replays, caches)})
+        output = self._analyse(ctx, spec, items, outs, {i["label"]: o["cache"] for i, o in zip(replays, caches)})
+        # where the host's time went, piece by piece: what a scheduler (or a user sizing --workers) needs
+        seconds = {f"host_seconds[{i['kind']} {i['label']}{' ' + i['mix_name'] if 'mix_name' in i else ''}]":
+                   o["host_seconds"] for i, o in zip(items + replays, outs + caches)}
+        return replace(output, rates={"wall_seconds": wall, "worker_seconds": sum(seconds.values()), **seconds})
 
     def _analyse(self, ctx, spec: HbenchOsSpec, items: list[dict], outs: list[dict],
                  caches: dict[str, pd.DataFrame]) -> StudyOutput:
