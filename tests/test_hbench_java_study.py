@@ -24,7 +24,8 @@ def reduced() -> str:
     return with_keys(SHIPPED.read_text(), {
         "platforms": '["mpc7447a", "harpertown"]', "jvms": '["jdk122-classic", "msjvm-sdk32"]',
         "applications": '["WebL", "Mercator"]', "specjvm98": '["compress", "db"]', "scale": "0.02",
-        "spec_scale": "0.002", "microbench_min_ticks": "20", "microbench_repetitions": "3"})
+        "spec_scale": "0.002", "microbench_min_ticks": "20", "microbench_repetitions": "3",
+        "cost_sizes": "[8, 512]", "class_sizes": "[1024, 8192]", "code_footprints": "[80, 5120]"})
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +149,12 @@ def test_tables_and_report(study):
     (("scale = 0.02", "scale = 0"), "scale"),
     (("scale = 0.02", "scale = 2"), "scale"),
     (('reference = "jdk122-classic@mpc7447a"', 'reference = "jdk122-classic@z10"'), "is not a configuration"),
-    (('jvms = ["jdk122-classic", "msjvm-sdk32"]', 'jvms = ["msjvm-sdk32", "msjvm-sdk32"]'), "lists a name twice"),
+    (('jvms = ["jdk122-classic", "msjvm-sdk32"]', 'jvms = ["msjvm-sdk32", "msjvm-sdk32"]'),
+     "lists 'msjvm-sdk32' twice"),
+    (("cost_sizes = [8, 512]", "cost_sizes = [8, 8]"), "cost_sizes lists 8 twice"),
+    (("cost_sizes = [8, 512]", "cost_sizes = []"), "cost_sizes"),
+    (("class_sizes = [1024, 8192]", "class_sizes = [16]"), "class_sizes"),
+    (("code_footprints = [80, 5120]", "code_footprints = [0]"), "code_footprints"),
     (("class_bytes = 2048", "class_bytes = 8"), "class_bytes"),
     (("scale = 0.02", "scale = 0.02\nfast = true"), "fast"),
 ])

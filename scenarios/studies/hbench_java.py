@@ -43,6 +43,7 @@ and the hybrid's terms: cache-simulated and warm-loop misses, µs per miss, the 
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -56,7 +57,8 @@ from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.jvm.apps import USER_CODE, run_application
-from whatif.simulator.jvm.microbench import class_loading_primitives, cost_functions, primitive_table, system_vector
+from whatif.simulator.jvm.microbench import (CLASS_SIZES, COST_SIZES, FOOTPRINTS, class_loading_primitives,
+                                             cost_functions, primitive_table, system_vector)
 from whatif.simulator.jvm.profiler import (COMPILED, JIT_COMPILE, USER_BYTECODE, USER_INVOKE, jit_bytecodes,
                                           user_footprint)
 from whatif.simulator.jvm.spec import load_applications, load_jvms
@@ -84,13 +86,19 @@ class HbenchJavaSpec(BaseModel):
     microbench_repetitions: PositiveInt = 5
     transfer_units: PositiveInt = Field(default=8192, le=1 << 20)    # chars or bytes per call of per-unit primitives
     class_bytes: int = Field(default=2048, ge=64, le=1 << 20)  # the microbenchmark's classes
+    # §4.2.2's "several data points" of C(s): units per call of a per-unit primitive, class-file bytes of a
+    # loaded class, bytecodes of a user-code working set
+    cost_sizes: list[Annotated[int, Field(gt=0, le=1 << 20)]] = Field(default=list(COST_SIZES), min_length=1)
+    class_sizes: list[Annotated[int, Field(ge=64, le=1 << 20)]] = Field(default=list(CLASS_SIZES), min_length=1)
+    code_footprints: list[Annotated[int, Field(gt=0, le=1 << 20)]] = Field(default=list(FOOTPRINTS), min_length=1)
 
     @model_validator(mode="after")
     def _check(self) -> "HbenchJavaSpec":
-        for what in ("jvms", "applications", "specjvm98"):
-            names = getattr(self, what)
-            if len(set(names)) != len(names):
-                raise ValueError(f"{what} lists a name twice: {names}")
+        for what in ("jvms", "applications", "specjvm98", "cost_sizes", "class_sizes", "code_footprints"):
+            values = getattr(self, what)
+            if len(set(values)) != len(values):
+                twice = next(v for v in values if values.count(v) > 1)
+                raise ValueError(f"{what} lists {twice!r} twice: {values}")
         if not self.applications:
             raise ValueError("applications must name at least one application")
         if len(self.specjvm98) < 1:
@@ -107,7 +115,9 @@ def hbench_java_task(item: dict, shared: dict, progress=None) -> dict:
         out = {"vector": system_vector(platform, item["jvm"], settings, seed=item["seed"],
                                        class_bytes=shared["class_bytes"]),
                "functions": cost_functions(platform, item["jvm"], settings, seed=item["seed"],
-                                           class_bytes=shared["class_bytes"])}
+                                           class_bytes=shared["class_bytes"], sizes=tuple(shared["cost_sizes"]),
+                                           class_sizes=tuple(shared["class_sizes"]),
+                                           footprints=tuple(shared["code_footprints"]))}
     else:
         out = run_application(platform, item["jvm"], item["app"], item["scale"], seed=shared["seed"],
                               run_seed=item["seed"])
@@ -216,7 +226,9 @@ class HbenchJavaStudy(StudyKind):
         order = sorted(range(len(items)), key=lambda i: items[i]["kind"] != "vector")
         shared = {"resolution": spec.timer_resolution_us * 1e-6, "min_ticks": spec.microbench_min_ticks,
                   "repetitions": spec.microbench_repetitions, "transfer": spec.transfer_units,
-                  "class_bytes": spec.class_bytes, "seed": self.scenario.seed, "applications": spec.applications}
+                  "class_bytes": spec.class_bytes, "seed": self.scenario.seed, "applications": spec.applications,
+                  "cost_sizes": spec.cost_sizes, "class_sizes": spec.class_sizes,
+                  "code_footprints": spec.code_footprints}
         with progress_bar(len(items), "hbench-java", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(hbench_java_task, [items[i] for i in order], shared=shared, progress=advance,
                                     units=1, workers=2)

@@ -32,7 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from whatif.simulator.jvm.profiler import COMPILED, JIT_COMPILE, USER_BYTECODE, USER_INVOKE
-from whatif.simulator.jvm.spec import MethodSpec, jvm as jvm_spec, load_methods
+from whatif.simulator.jvm.spec import JvmSpec, MethodSpec, jvm as jvm_spec, load_methods
 from whatif.simulator.jvm.vm import JavaVM
 from whatif.simulator.os.microbench import COLD_CALLS, MicrobenchSettings, _clock, cold_miss_penalty
 from whatif.simulator.platform import Platform
@@ -98,7 +98,7 @@ def _round_robin(vm: JavaVM, count: int, compile_all: bool):
     return lambda: vm.invoke(names[next(turn) % count])
 
 
-def cost_functions(platform: Platform, jvm: str, settings: MicrobenchSettings = JAVA_SETTINGS, seed: int = 0,
+def cost_functions(platform: Platform, jvm: str | JvmSpec, settings: MicrobenchSettings = JAVA_SETTINGS, seed: int = 0,
                    class_bytes: int = 2048, sizes: tuple[int, ...] = COST_SIZES,
                    class_sizes: tuple[int, ...] = CLASS_SIZES,
                    footprints: tuple[int, ...] = FOOTPRINTS) -> pd.DataFrame:
@@ -112,10 +112,11 @@ def cost_functions(platform: Platform, jvm: str, settings: MicrobenchSettings = 
       bytecode of :data:`LOOP_SIZE`-bytecode methods run straight through, called in turn -- the warm
       loop's cost once the code no longer stays in the instruction cache.
 
-    Under an adaptive JIT each also once compiled (``label [compiled]``).  Rows (system, primitive, size,
-    cost, iterations): ``cost`` per count of the application's size distribution (a call, a bytecode)."""
+    Under an adaptive JIT each also once compiled (``label [compiled]``).  ``jvm`` is a JVM's name or its
+    description (a what-if JVM).  Rows (system, primitive, size, cost, iterations): ``cost`` per count of
+    the application's size distribution (a call, a bytecode)."""
     settings.check()
-    spec = jvm_spec(jvm)
+    spec = jvm if isinstance(jvm, JvmSpec) else jvm_spec(jvm)
     loading = class_loading_primitives()
     plans = []             # (label, size, class bytes, per, calls per measurement at least, op of a VM)
     for label, (method, per) in primitive_table().items():
