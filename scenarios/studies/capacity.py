@@ -33,6 +33,8 @@ throughputs, or the bounds 1/D where a run did not saturate.
 
 from __future__ import annotations
 
+import json
+
 from typing import Annotated
 
 import numpy as np
@@ -163,8 +165,14 @@ class CapacityStudy(StudyKind):
                                   "mix": mix, "clients": n, "workers": wk, "seed": seed, "sizing": True,
                                   "warmup": spec.warmup_requests if spec.warmup_requests is not None else 2 * n})
         shared = {"requests": spec.requests, "line": spec.line_kbit_s}
-        with progress_bar(len(items), "capacity", enabled=ctx.progress) as advance:
-            outs = ctx.executor.map(capacity_task, items, shared=shared, progress=advance, units=1, workers=2)
+        # a sizing run at a pool size the curve already ran (objective_clients among clients, a worker count
+        # equal to the curve's) is the same simulation: run it once
+        key = [json.dumps({k: v for k, v in i.items() if k != "sizing"}, sort_keys=True) for i in items]
+        unique = list(dict.fromkeys(key))
+        with progress_bar(len(unique), "capacity", enabled=ctx.progress) as advance:
+            ran = ctx.executor.map(capacity_task, [items[key.index(k)] for k in unique], shared=shared,
+                                   progress=advance, units=1, workers=2)
+        outs = [ran[unique.index(k)] for k in key]
         return self._analyse(spec, cases, items, outs)
 
     def _analyse(self, spec: CapacitySpec, cases, items, outs) -> StudyOutput:
