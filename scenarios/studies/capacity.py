@@ -34,7 +34,6 @@ throughputs, or the bounds 1/D where a run did not saturate.
 from __future__ import annotations
 
 import json
-
 from typing import Annotated
 
 import numpy as np

@@ -98,8 +98,8 @@ def _round_robin(vm: JavaVM, count: int, compile_all: bool):
     return lambda: vm.invoke(names[next(turn) % count])
 
 
-def cost_functions(platform: Platform, jvm: str | JvmSpec, settings: MicrobenchSettings = JAVA_SETTINGS, seed: int = 0,
-                   class_bytes: int = 2048, sizes: tuple[int, ...] = COST_SIZES,
+def cost_functions(platform: Platform, jvm: str | JvmSpec, settings: MicrobenchSettings = JAVA_SETTINGS,
+                   seed: int = 0, class_bytes: int = 2048, sizes: tuple[int, ...] = COST_SIZES,
                    class_sizes: tuple[int, ...] = CLASS_SIZES,
                    footprints: tuple[int, ...] = FOOTPRINTS) -> pd.DataFrame:
     """C(s) of every system-vector element whose cost depends on a size (seed 003 §4.2.2: "measure several

@@ -70,7 +70,7 @@ class MemoryHierarchy:
         depth = _depths(platform)
         self.level_depths = [depth[name] for name in self.level_names]    # per level of level_names
         self._depth_count = max(self.level_depths) + 1
-        # levels summed into their depth by one product (lines_in runs twice per kernel call)
+        # levels summed into their depth by one product
         self._depth_matrix = (np.arange(self._depth_count)[:, None] == np.array(self.level_depths)).astype(np.int64)
         self.tlb_names = list(platform.tlbs)
         self._engine_words: list[tuple[int, int]] = []     # (state offset, engines) of levels with engines

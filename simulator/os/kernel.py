@@ -64,11 +64,8 @@ class Kernel:
         self.calls[name] = self.calls.get(name, 0) + 1
         self.bytes_by_primitive[name] = self.bytes_by_primitive.get(name, 0) + int(size)
         self.cycles_by_primitive[name] = self.cycles_by_primitive.get(name, 0) + cycles
-        added = memory.counter_snapshot() - counters
-        if name in self.counters_by_primitive:
-            self.counters_by_primitive[name] += added
-        else:
-            self.counters_by_primitive[name] = added
+        self.counters_by_primitive[name] = (self.counters_by_primitive.get(name, 0)
+                                            + memory.counter_snapshot() - counters)
         return cycles
 
     @property

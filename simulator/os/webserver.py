@@ -412,15 +412,14 @@ def cache_simulation(platform: Platform, trace: list[tuple], window: tuple[int, 
     kernel = Kernel(platform, seed=seed)
     kernel.core.make_functional()
     names = [f"lines_{n}" for n in kernel.core.memory.lines_in_names()]
-    for i, (kind, *args) in enumerate(trace[:window[1]]):      # (what runs after the window counts nowhere)
-        if i == window[0]:
-            kernel.reset_counts()
-        if kind == "user":
-            kernel.user(*args)
-        else:
-            kernel.call(*args)
-    if window[0] >= min(window[1], len(trace)):
-        kernel.reset_counts()                                      # an empty window
+    # what runs before the window warms the caches; what runs after it counts nowhere
+    for part in (trace[:window[0]], trace[window[0]:window[1]]):
+        kernel.reset_counts()
+        for kind, *args in part:
+            if kind == "user":
+                kernel.user(*args)
+            else:
+                kernel.call(*args)
     lines = kernel.lines_by_primitive
     return pd.DataFrame([{"primitive": p, "calls": n, "bytes": kernel.bytes_by_primitive[p],
                           **dict(zip(names, map(int, lines[p])))} for p, n in kernel.calls.items()],
