@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.isa import FLAG_SERIALIZING, OP_BRANCH, OP_LOAD, OP_STORE, isa_for
+from whatif.simulator.isa import FIELDS, FLAG_SERIALIZING, OP_BRANCH, OP_LOAD, OP_STORE, isa_for
 from whatif.simulator.os.kernel import Kernel
 from whatif.simulator.os.microbench import (FILE_PAGES, USER_BUFFER, MicrobenchSettings, lines_in_prices, measure,
                                             system_vector)
-from whatif.simulator.os.primitives import OsCode, load_primitives, primitive_names
+from whatif.simulator.os.primitives import OsCode, load_primitives, primitive_names, scaled_primitives
 from whatif.simulator.platform import load_platform
+from osref import ReferenceOsCode
 
 SEED_PRIMITIVES = {"other", "file_write", "signal_handler_install", "fcntl", "stat", "open_close", "mmap",
                    "mmap_read", "file_read", "pipe_read", "socket_rw", "tcp_transfer", "tcp_latency", "tcp_connect",
@@ -53,6 +56,38 @@ def test_copy_loops_move_the_bytes_from_source_to_destination():
     assert len(b) == spec.path_instructions + loop + spec.per_unit.instructions
     taken = np.flatnonzero(b.taken)
     assert len(taken) == size // 8 - 1 and (b.op[taken] == OP_BRANCH).all()     # the loop branch, not the exit
+
+
+ISAS = ("x86_64", "z/Architecture", "powerpc32")
+WHAT_IFS = ({}, {"file_read": 0.25, "stat": 1.5, "tcp_transfer": 2.0})
+
+
+def assert_same_block(a, b):
+    for name, dtype in FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == np.dtype(dtype) and y.dtype == np.dtype(dtype), name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(isa=st.sampled_from(ISAS), what_if=st.sampled_from(WHAT_IFS), name=st.sampled_from(sorted(SEED_PRIMITIVES)),
+       size=st.one_of(st.integers(0, 64), st.integers(0, 300_000)), src=st.integers(0, 1 << 40),
+       dst=st.integers(0, 1 << 40))
+def test_blocks_equal_the_part_by_part_reference(isa, what_if, name, size, src, dst):
+    """The cached-prefix, template-built blocks are the reference's, instruction for instruction, for any
+    call (and again for a second call, which reuses the caches)."""
+    prims = scaled_primitives(what_if)
+    fast, ref = OsCode(isa_for(isa), prims), ReferenceOsCode(isa_for(isa), prims)
+    try:
+        expected = ref.block(name, size, src, dst)
+    except SimulatorInputError as exc:                  # a call without instructions: the same refusal
+        with pytest.raises(SimulatorInputError, match=f"^{str(exc)}$"):
+            fast.block(name, size, src, dst)
+    else:
+        for _ in range(2):
+            assert_same_block(fast.block(name, size, src, dst), expected)
+    assert_same_block(fast.user_block(3, src % 5000, 1 + size % 5000, 0.5 + dst % 64),
+                      ref.user_block(3, src % 5000, 1 + size % 5000, 0.5 + dst % 64))
 
 
 def test_unknown_primitive_is_named():

@@ -24,6 +24,7 @@ Data addresses come from the call: ``src`` and ``dst`` are the buffers the primi
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -32,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.isa import FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock, IsaSpec
+from whatif.simulator.isa import FIELDS, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock, IsaSpec
 from whatif.simulator.osnoise import KERNEL_DATA, KERNEL_TEXT
 from whatif.simulator.schema import load_versioned
 
@@ -48,6 +49,7 @@ KBUF_OFFSET = 1 << 26                   # kernel buffers (pipe pages, skbs): 64 
 USER_TEXT = 0x0000_1000_0000            # user processes: text, then data, 64 MB apart per process
 USER_STRIDE = 1 << 26
 USER_DATA_OFFSET = 1 << 25
+TEMPLATES = 64                          # loop and per-unit templates kept (a few MB for the largest transfers)
 
 
 class _Strict(BaseModel):
@@ -145,7 +147,9 @@ class OsCode:
         if self.text < self.data < t:
             raise SimulatorInputError(f"the primitives' kernel text ({(t - self.text) >> 10} KB) runs into the kernel "
                                       f"data at {self.data:#x} on {isa.name}")
-        self._paths: dict[str, InstrBlock] = {}
+        self._paths: dict[str, InstrBlock | None] = {}        # each primitive's fixed prefix
+        self._templates: OrderedDict[tuple, dict] = OrderedDict()   # loop and per-unit templates
+        self._registers = np.zeros(0, np.int8)
 
     def _text_bytes(self, spec: PrimitiveSpec) -> int:
         pb, pu = spec.per_byte, spec.per_unit
@@ -168,7 +172,11 @@ class OsCode:
         return self.data + KBUF_OFFSET + (int(slot) % 4096) * 65536
 
     # ---- the parts of a block -------------------------------------------------------------------------
-    def _path(self, name: str, n: int, text: int, data: int, data_kb: float, traps: int, salt: int) -> dict:
+    # A call's block is the primitive's fixed prefix -- its path and page-table copy, the same instructions
+    # every call, assembled once -- followed by the per-call parts (copy and read loops over the call's
+    # buffers, the per-unit work), built from cached templates in a few array operations.  ``tests/osref.py``
+    # builds every block part by part from scratch; the two are tested equal.
+    def _path(self, n: int, text: int, data: int, data_kb: float, traps: int, salt: int) -> dict:
         idx = np.arange(n, dtype=np.int64)
         op = np.full(n, OP_ALU, np.uint8)
         op[1::4] = OP_LOAD
@@ -186,43 +194,77 @@ class OsCode:
         return {"pc": np.uint64(text) + (idx * self.size).astype(np.uint64), "op": op, "flags": flags, "addr": addr,
                 "taken": np.zeros(n, np.uint8), "target": np.zeros(n, np.uint64)}
 
-    def _loop(self, text: int, src: int | None, dst: int | None, nbytes: int, bpi: int, ipi: int) -> dict:
+    def _template(self, key: tuple, build):
+        t = self._templates.get(key)
+        if t is None:
+            t = self._templates[key] = build()
+            while len(self._templates) > TEMPLATES:
+                self._templates.popitem(last=False)
+        else:
+            self._templates.move_to_end(key)
+        return t
+
+    def _loop(self, text: int, src: int, dst: int | None, nbytes: int, bpi: int, ipi: int) -> dict:
         """A copy (``src`` and ``dst``) or read (``dst`` None) loop over ``nbytes``."""
-        iters = max(1, math.ceil(nbytes / bpi))
-        body = [OP_LOAD] + ([OP_STORE] if dst is not None else []) + [OP_ALU] * (ipi - 2 - (dst is not None)) + \
-            [OP_BRANCH]
-        k = len(body)
-        op = np.tile(np.array(body, np.uint8), iters)
-        pcs = np.tile(np.uint64(text) + (np.arange(k, dtype=np.uint64) * np.uint64(self.size)), iters)
-        addr = np.zeros(iters * k, np.uint64)
-        step = (np.arange(iters, dtype=np.uint64) * np.uint64(bpi))
+        def build() -> dict:
+            iters = max(1, math.ceil(nbytes / bpi))
+            body = [OP_LOAD] + ([OP_STORE] if dst is not None else []) + [OP_ALU] * (ipi - 2 - (dst is not None)) + \
+                [OP_BRANCH]
+            k = len(body)
+            taken = np.zeros(iters * k, np.uint8)
+            taken[k - 1::k] = 1
+            taken[-1] = 0
+            return {"pc": np.tile(np.uint64(text) + (np.arange(k, dtype=np.uint64) * np.uint64(self.size)), iters),
+                    "op": np.tile(np.array(body, np.uint8), iters), "flags": np.zeros(iters * k, np.uint8),
+                    "taken": taken, "target": np.where(taken == 1, np.uint64(text), np.uint64(0)).astype(np.uint64),
+                    "msize": bpi, "k": k, "step": np.arange(iters, dtype=np.uint64) * np.uint64(bpi)}
+        t = self._template(("loop", text, nbytes, bpi, ipi, dst is not None), build)
+        k, step = t["k"], t["step"]
+        addr = np.zeros(len(t["op"]), np.uint64)
         addr[0::k] = np.uint64(src) + step
         if dst is not None:
             addr[1::k] = np.uint64(dst) + step
-        taken = np.zeros(iters * k, np.uint8)
-        taken[k - 1::k] = 1
-        taken[-1] = 0
-        target = np.where(taken == 1, np.uint64(text), np.uint64(0)).astype(np.uint64)
-        return {"pc": pcs, "op": op, "flags": np.zeros(iters * k, np.uint8), "addr": addr, "taken": taken,
-                "target": target, "msize": bpi}
+        return {**t, "addr": addr}
+
+    def _units(self, n: int, text: int, data: int, count: int, first: int, stride: int) -> dict:
+        """``count`` runs of a per-unit path of ``n`` instructions (salts 0, 1, ...), the first memory access
+        of run u touching its unit's first line, ``first + u * stride``."""
+        one = self._template(("unit", n, text, data), lambda: self._path(n, text, data, UNIT_DATA / 1024, 0, 0))
+        mem = np.flatnonzero((one["op"] == OP_LOAD) | (one["op"] == OP_STORE))
+        lines = max(1, int(UNIT_DATA // LINE))
+        addr = np.zeros((count, n), np.uint64)
+        salt = np.arange(count, dtype=np.int64)[:, None]
+        addr[:, mem] = np.uint64(data) + ((np.arange(len(mem))[None, :] * 7 + salt) % lines * LINE).astype(np.uint64)
+        addr[:, mem[0]] = np.uint64(first) + np.arange(count, dtype=np.uint64) * np.uint64(stride)
+        return {f: np.tile(one[f], count) for f in ("pc", "op", "flags", "taken", "target")} | {"addr": addr.ravel()}
+
+    def _prefix(self, name: str) -> InstrBlock | None:
+        """The fixed first parts of every call of ``name`` (its path, then its page-table copy), assembled."""
+        if name not in self._paths:
+            spec = self.spec(name)
+            text, data = self.text_at[name], self.data_at[name]
+            parts = []
+            if spec.path_instructions:
+                parts.append(self._path(spec.path_instructions, text, data, spec.data_kb, spec.traps, 0))
+            if spec.page_table_entries:
+                n = 4 * spec.page_table_entries                       # load, store, two ALU ops per entry
+                pt_text = text + self.size * spec.path_instructions
+                pt_data = data + int(spec.data_kb * 1024)
+                parts.append(self._path(n, pt_text, pt_data, spec.page_table_entries * 8 / 1024, 0, 1))
+            self._paths[name] = self._assemble(None, parts) if parts else None
+        return self._paths[name]
 
     def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
         """The instructions of one call of ``name`` moving ``size`` bytes from ``src`` to ``dst``."""
         spec = self.spec(name)
-        k = self.index[name]
+        prefix = self._prefix(name)
         text, data = self.text_at[name], self.data_at[name]
         pt_text = text + self.size * spec.path_instructions         # then the page-table copy,
         loop_text = pt_text + self.size * 4 * spec.page_table_entries   # the copy and read loops,
         pb, pu = spec.per_byte, spec.per_unit
         unit_text = loop_text + (LOOP_SLOT * (pb.copies + pb.reads) if pb is not None else 0)   # per-page work
-        pt_data = data + int(spec.data_kb * 1024)
-        unit_data = pt_data + 8 * spec.page_table_entries
+        unit_data = data + int(spec.data_kb * 1024) + 8 * spec.page_table_entries
         parts = []
-        if spec.path_instructions:
-            parts.append(self._path(name, spec.path_instructions, text, data, spec.data_kb, spec.traps, 0))
-        if spec.page_table_entries:
-            n = 4 * spec.page_table_entries                       # load, store, two ALU ops per entry
-            parts.append(self._path(name, n, pt_text, pt_data, spec.page_table_entries * 8 / 1024, 0, 1))
         if pb is not None and size > 0:
             prev = src
             for c in range(pb.copies):
@@ -233,46 +275,60 @@ class OsCode:
             for r in range(pb.reads):
                 parts.append(self._loop(loop_text + (pb.copies + r) * LOOP_SLOT, prev if pb.copies else src, None,
                                         size, pb.bytes_per_iteration, pb.instructions_per_iteration))
-        if pu is not None:
+        if pu is not None and pu.instructions:
             units = pu.pages if pu.pages is not None else (math.ceil(size / pu.bytes) if size > 0 else 0)
-            for u in range(units):
-                if pu.instructions:
-                    part = self._path(name, pu.instructions, unit_text, unit_data, UNIT_DATA / 1024, 0, u)
-                    target = (dst or self.kernel_buffer(k)) + (u * pu.bytes)
-                    first_mem = int(np.flatnonzero((part["op"] == OP_LOAD) | (part["op"] == OP_STORE))[0])
-                    part["addr"][first_mem] = np.uint64(target)
-                    parts.append(part)
-        if not parts:
+            if units:
+                parts.append(self._units(pu.instructions, unit_text, unit_data, units,
+                                         dst or self.kernel_buffer(self.index[name]), pu.bytes))
+        if prefix is None and not parts:
             raise SimulatorInputError(f"primitive {name!r} has no instructions for size {size}")
-        return self._assemble(parts)
+        return self._assemble(prefix, parts) if parts else prefix
 
     def user_block(self, program: int, process: int, instructions: int, data_kb: float) -> InstrBlock:
         """User-mode code: a path without traps in the text of ``program`` (shared by the processes running
         it: forked workers share their text pages) over the data of ``process`` (its own heap)."""
         text = USER_TEXT + (int(program) % 64) * USER_STRIDE
         data = USER_TEXT + (64 + int(process) % 4096) * USER_STRIDE
-        return self._assemble([self._path("<user>", int(instructions), text, data, data_kb, 0, 0)])
+        return self._assemble(None, [self._path(int(instructions), text, data, data_kb, 0, 0)])
 
-    def _assemble(self, parts: list[dict]) -> InstrBlock:
-        n = sum(len(p["op"]) for p in parts)
-        b = InstrBlock.empty(n)
-        at = 0
+    def _rotation(self, n: int) -> np.ndarray:
+        """0, 1, ..., gprs - 3, 0, 1, ... (int8), at least ``n`` long: the registers by position."""
+        period = self.isa.gprs - 2
+        if len(self._registers) < n:
+            self._registers = (np.arange(max(n, 2 * len(self._registers)) + period) % period).astype(np.int8)
+        return self._registers
+
+    def _assemble(self, prefix: InstrBlock | None, parts: list[dict]) -> InstrBlock:
+        """``prefix`` (an assembled block, or None) followed by ``parts``: the parts' instructions get the
+        size of the ISA's commonest instruction and registers by their position in the block (a rotation
+        over the integer registers; the last one is the base register of every memory access)."""
+        at = len(prefix) if prefix is not None else 0
+        n = at + sum(len(p["op"]) for p in parts)
+        b = InstrBlock(**{name: np.empty(n, dtype) for name, dtype in FIELDS})
+        if prefix is not None:
+            for name, _ in FIELDS:
+                getattr(b, name)[:at] = getattr(prefix, name)
+        tail = slice(at, n)
         for p in parts:
-            m = len(p["op"])
-            sl = slice(at, at + m)
-            b.pc[sl], b.op[sl], b.flags[sl] = p["pc"], p["op"], p["flags"]
-            b.taken[sl], b.target[sl] = p["taken"], p["target"]
-            mem = (p["op"] == OP_LOAD) | (p["op"] == OP_STORE)
+            sl = slice(at, at + len(p["op"]))
+            b.pc[sl], b.op[sl], b.flags[sl], b.taken[sl], b.target[sl] = p["pc"], p["op"], p["flags"], p["taken"], \
+                p["target"]
             b.mem_addr[sl] = p["addr"]
-            b.mem_size[sl] = np.where(mem, p.get("msize", 8), 0)
-            at += m
-        b.size[:] = self.size
-        gprs = self.isa.gprs
-        idx = np.arange(n, dtype=np.int64)
-        b.dst[:] = (idx % (gprs - 2)).astype(np.int8)
-        b.src1[:] = ((idx + gprs - 4) % (gprs - 2)).astype(np.int8)
-        mem = (b.op == OP_LOAD) | (b.op == OP_STORE)
-        b.areg[mem] = (gprs - 1)                                  # base registers set up at entry
-        b.src1[mem] = gprs - 1
-        b.dst[(b.op == OP_STORE) | (b.op == OP_BRANCH)] = -1
+            b.mem_size[sl] = p.get("msize", 8)
+            at = sl.stop
+        op = b.op[tail]
+        mem = (op == OP_LOAD) | (op == OP_STORE)
+        b.mem_size[tail][~mem] = 0
+        b.size[tail] = self.size
+        gprs, start, m = self.isa.gprs, tail.start, n - tail.start
+        rot = self._rotation(m + gprs)
+        first = start % (gprs - 2)
+        dst, src1 = b.dst[tail], b.src1[tail]
+        dst[:] = rot[first:first + m]
+        dst[(op == OP_STORE) | (op == OP_BRANCH)] = -1
+        first = (start + gprs - 4) % (gprs - 2)
+        src1[:] = rot[first:first + m]
+        src1[mem] = gprs - 1
+        b.areg[tail] = np.where(mem, np.int8(gprs - 1), np.int8(-1))         # base registers set up at entry
+        b.src2[tail] = -1
         return b
