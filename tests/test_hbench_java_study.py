@@ -23,7 +23,7 @@ REF = "jdk122-classic@mpc7447a"
 def reduced() -> str:
     return with_keys(SHIPPED.read_text(), {
         "platforms": '["mpc7447a", "harpertown"]', "jvms": '["jdk122-classic", "msjvm-sdk32"]',
-        "applications": '["WebL", "Mercator"]', "specjvm98": '["compress", "db"]', "scale": "0.02",
+        "applications": '["WebL", "Mercator"]', "specjvm98": '["compress", "db"]', "scale": "0.01",
         "spec_scale": "0.002", "microbench_min_ticks": "20", "microbench_repetitions": "3",
         "cost_sizes": "[8, 512]", "class_sizes": "[1024, 8192]", "code_footprints": "[80, 5120]"})
 
@@ -146,8 +146,8 @@ def test_tables_and_report(study):
 @pytest.mark.parametrize("edit, fragment", [
     (('jvms = ["jdk122-classic", "msjvm-sdk32"]', 'jvms = ["kaffe"]'), "unknown JVM 'kaffe'"),
     (('applications = ["WebL", "Mercator"]', 'applications = ["HotJava"]'), "unknown application 'HotJava'"),
-    (("scale = 0.02", "scale = 0"), "scale"),
-    (("scale = 0.02", "scale = 2"), "scale"),
+    (("scale = 0.01", "scale = 0"), "scale"),
+    (("scale = 0.01", "scale = 2"), "scale"),
     (('reference = "jdk122-classic@mpc7447a"', 'reference = "jdk122-classic@z10"'), "is not a configuration"),
     (('jvms = ["jdk122-classic", "msjvm-sdk32"]', 'jvms = ["msjvm-sdk32", "msjvm-sdk32"]'),
      "lists 'msjvm-sdk32' twice"),
@@ -156,7 +156,7 @@ def test_tables_and_report(study):
     (("class_sizes = [1024, 8192]", "class_sizes = [16]"), "class_sizes"),
     (("code_footprints = [80, 5120]", "code_footprints = [0]"), "code_footprints"),
     (("class_bytes = 2048", "class_bytes = 8"), "class_bytes"),
-    (("scale = 0.02", "scale = 0.02\nfast = true"), "fast"),
+    (("scale = 0.01", "scale = 0.01\nfast = true"), "fast"),
 ])
 def test_bad_input_is_refused_at_load(tmp_path, edit, fragment):
     assert_refused_at_load(reduced(), edit, fragment, tmp_path)
