@@ -82,6 +82,25 @@ class InstrBlock:
         """The arrays in FIELDS order (how numba kernels take a block)."""
         return tuple(getattr(self, name) for name, _ in FIELDS)
 
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """The arrays in FIELDS order, checked for the numba kernels (which read them through raw pointers):
+        each of its FIELDS dtype, C-contiguous, all of one length; raises ValueError.  A block is checked
+        once, until a field is reassigned (writing into the arrays keeps them valid)."""
+        arrays = self.__dict__.get("_kernel_arrays")
+        if arrays is None:
+            arrays = self.arrays()
+            n = len(arrays[0])
+            for (name, dtype), a in zip(FIELDS, arrays):
+                if a.dtype != np.dtype(dtype) or a.ndim != 1 or len(a) != n or not a.flags.c_contiguous:
+                    raise ValueError(f"InstrBlock.{name}: expected contiguous {np.dtype(dtype)}[{n}], "
+                                     f"got {a.dtype}{list(a.shape)}")
+            self.__dict__["_kernel_arrays"] = arrays
+        return arrays
+
+    def __setattr__(self, name: str, value) -> None:
+        self.__dict__.pop("_kernel_arrays", None)          # a reassigned field is checked again
+        object.__setattr__(self, name, value)
+
     def slice(self, start: int, stop: int) -> "InstrBlock":
         return InstrBlock(**{name: getattr(self, name)[start:stop] for name, _ in FIELDS})
 

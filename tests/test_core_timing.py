@@ -204,8 +204,20 @@ def test_empty_block_and_dtype_errors():
     assert core.counters(memory=False)["cycles"] == 0
     bad = InstrBlock.empty(3)
     bad.pc = bad.pc.astype(np.int64)
-    with pytest.raises(ValueError, match="InstrBlock.pc"):
+    with pytest.raises(ValueError, match=r"InstrBlock.pc: expected contiguous uint64\[3\], got int64\[3\]"):
         core.run(bad)
+    # a block is checked once, and again whenever a field is reassigned (after a run, too)
+    block = InstrBlock.empty(4)
+    assert core.run(block) == 4 and core.warm(block) == 4
+    block.mem_addr = np.zeros(8, np.uint64)[::2]                         # not contiguous
+    with pytest.raises(ValueError, match="InstrBlock.mem_addr: expected contiguous"):
+        core.run(block)
+    block.mem_addr = np.zeros(4, np.uint64)
+    block.taken = np.zeros(5, np.uint8)                                 # another length
+    with pytest.raises(ValueError, match=r"InstrBlock.taken: expected contiguous uint8\[4\], got uint8\[5\]"):
+        core.warm(block)
+    block.taken = np.zeros(4, np.uint8)
+    assert core.run(block) == 4
 
 
 def test_records_are_written_only_when_asked_and_change_nothing():

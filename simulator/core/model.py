@@ -27,7 +27,7 @@ from whatif.simulator.core import timing as TM
 from whatif.simulator.core import warming as WM
 from whatif.simulator.core.predictors import PredictorConfig
 from whatif.simulator.errors import SimulatorInputError, constraint_error
-from whatif.simulator.isa import FIELDS, OP_NAMES, InstrBlock, isa_for
+from whatif.simulator.isa import OP_NAMES, InstrBlock, isa_for
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.platform import Platform
 
@@ -152,11 +152,7 @@ class Core:
         end = n if stop is None else int(stop)
         if end < start or end > n:
             raise ValueError(f"stop {stop} outside [{start}, {n}]")
-        for name, dtype in FIELDS:
-            a = getattr(block, name)
-            if a.dtype != np.dtype(dtype) or len(a) != n or not a.flags.c_contiguous:
-                raise ValueError(f"InstrBlock.{name}: expected contiguous {np.dtype(dtype)}[{n}], "
-                                 f"got {a.dtype}[{len(a)}]")
+        arrays = block.kernel_arrays()
         until = -1 if until_cycle is None else int(until_cycle)
         if records is None:
             records = NO_RECORDS
@@ -164,7 +160,7 @@ class Core:
             raise ValueError(f"records: expected contiguous int64[{n}, {TM.NREC}], got {records.dtype}{records.shape}")
         t0 = time.perf_counter()
         done = TM.simulate(self.cfg, self.lat, *self.state, *self.predictor_state, self.CT, self.CS,
-                           tuple(self.memory.state), *block.arrays(), start, end, until, records)
+                           tuple(self.memory.state), *arrays, start, end, until, records)
         dt = time.perf_counter() - t0
         self.simulation_seconds += dt
         return int(done)
@@ -182,8 +178,9 @@ class Core:
         if not cpi > 0:
             raise ValueError(f"cpi must be > 0, got {cpi}")
         t0 = time.perf_counter()
-        done = WM.warm(self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), block.pc, block.op,
-                       block.size, block.mem_addr, block.mem_size, block.taken, block.target, int(start), end,
+        pc, op, size, _, _, _, _, mem_addr, mem_size, taken, target, _ = block.kernel_arrays()
+        done = WM.warm(self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), pc, op, size,
+                       mem_addr, mem_size, taken, target, int(start), end,
                        self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)))
         self.simulation_seconds += time.perf_counter() - t0
         return int(done)
