@@ -1,6 +1,7 @@
 """The instruction blocks of the OS primitives, built the plain way (one part after another, every part
-from scratch): the reference that :meth:`simulator.os.primitives.OsCode.block`, which caches a primitive's
-fixed parts and builds the per-call rest in a few array operations, is tested against."""
+from scratch with ``OsCode._path`` and the loop below, then assembled into a fresh block): the reference
+that :meth:`simulator.os.primitives.OsCode.block`, which caches a primitive's fixed parts and builds the
+per-call rest from cached templates, is tested against."""
 
 from __future__ import annotations
 
@@ -9,32 +10,14 @@ import math
 import numpy as np
 
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.isa import FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock
-from whatif.simulator.os.primitives import LINE, LOOP_SLOT, UNIT_DATA, USER_STRIDE, USER_TEXT, OsCode
+from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock
+from whatif.simulator.os.primitives import LOOP_SLOT, UNIT_DATA, USER_STRIDE, USER_TEXT, OsCode
 
 
 class ReferenceOsCode(OsCode):
     """OsCode with the block construction of its first version."""
 
     # ---- the parts of a block -------------------------------------------------------------------------
-    def _path(self, name: str, n: int, text: int, data: int, data_kb: float, traps: int, salt: int) -> dict:
-        idx = np.arange(n, dtype=np.int64)
-        op = np.full(n, OP_ALU, np.uint8)
-        op[1::4] = OP_LOAD
-        op[3::8] = OP_STORE
-        op[7::16] = OP_BRANCH
-        flags = np.zeros(n, np.uint8)
-        if n and traps:
-            flags[0] = FLAG_SERIALIZING
-            if traps > 1:
-                flags[-1] = FLAG_SERIALIZING
-        lines = max(1, int(data_kb * 1024 // LINE))
-        addr = np.zeros(n, np.uint64)
-        mem = (op == OP_LOAD) | (op == OP_STORE)
-        addr[mem] = np.uint64(data) + ((np.arange(int(mem.sum())) * 7 + salt) % lines * LINE).astype(np.uint64)
-        return {"pc": np.uint64(text) + (idx * self.size).astype(np.uint64), "op": op, "flags": flags, "addr": addr,
-                "taken": np.zeros(n, np.uint8), "target": np.zeros(n, np.uint64)}
-
     def _loop(self, text: int, src: int | None, dst: int | None, nbytes: int, bpi: int, ipi: int) -> dict:
         """A copy (``src`` and ``dst``) or read (``dst`` None) loop over ``nbytes``."""
         iters = max(1, math.ceil(nbytes / bpi))
@@ -68,25 +51,16 @@ class ReferenceOsCode(OsCode):
         unit_data = pt_data + 8 * spec.page_table_entries
         parts = []
         if spec.path_instructions:
-            parts.append(self._path(name, spec.path_instructions, text, data, spec.data_kb, spec.traps, 0))
+            parts.append(self._path(spec.path_instructions, text, data, spec.data_kb, spec.traps, 0))
         if spec.page_table_entries:
             n = 4 * spec.page_table_entries                       # load, store, two ALU ops per entry
-            parts.append(self._path(name, n, pt_text, pt_data, spec.page_table_entries * 8 / 1024, 0, 1))
-        if pb is not None and size > 0:
-            prev = src
-            for c in range(pb.copies):
-                to = dst if c == pb.copies - 1 else self.kernel_buffer(self.index[name] * 8 + c)
-                parts.append(self._loop(loop_text + c * LOOP_SLOT, prev, to, size, pb.bytes_per_iteration,
-                                        pb.instructions_per_iteration))
-                prev = to
-            for r in range(pb.reads):
-                parts.append(self._loop(loop_text + (pb.copies + r) * LOOP_SLOT, prev if pb.copies else src, None,
-                                        size, pb.bytes_per_iteration, pb.instructions_per_iteration))
+            parts.append(self._path(n, pt_text, pt_data, spec.page_table_entries * 8 / 1024, 0, 1))
+        parts += self._copy_loops(name, loop_text, size, src, dst)
         if pu is not None:
             units = pu.pages if pu.pages is not None else (math.ceil(size / pu.bytes) if size > 0 else 0)
             for u in range(units):
                 if pu.instructions:
-                    part = self._path(name, pu.instructions, unit_text, unit_data, UNIT_DATA / 1024, 0, u)
+                    part = self._path(pu.instructions, unit_text, unit_data, UNIT_DATA / 1024, 0, u)
                     target = (dst or self.kernel_buffer(k)) + (u * pu.bytes)
                     first_mem = int(np.flatnonzero((part["op"] == OP_LOAD) | (part["op"] == OP_STORE))[0])
                     part["addr"][first_mem] = np.uint64(target)
@@ -100,7 +74,7 @@ class ReferenceOsCode(OsCode):
         it: forked workers share their text pages) over the data of ``process`` (its own heap)."""
         text = USER_TEXT + (int(program) % 64) * USER_STRIDE
         data = USER_TEXT + (64 + int(process) % 4096) * USER_STRIDE
-        return self._assemble([self._path("<user>", int(instructions), text, data, data_kb, 0, 0)])
+        return self._assemble([self._path(int(instructions), text, data, data_kb, 0, 0)])
 
     def _assemble(self, parts: list[dict]) -> InstrBlock:
         n = sum(len(p["op"]) for p in parts)

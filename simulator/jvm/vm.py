@@ -25,7 +25,7 @@ every time.  A profiler attached (``profiler``) sees every method entry, allocat
 
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 
 from whatif.simulator.core import Core
 from whatif.simulator.errors import SimulatorInputError
@@ -37,6 +37,7 @@ from whatif.simulator.isa import InstrBlock, isa_for
 from whatif.simulator.jvm.code import CLASS_FILES, CLASS_META, CLASS_STRIDE, COMPILER_TEXT, RUNTIME_DATA, \
     USER_DATA, JvmCode
 from whatif.simulator.jvm.spec import JvmSpec, MethodSpec, jvm as jvm_spec, load_methods
+from whatif.simulator.lru import LruCache
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.os.kernel import Kernel
 from whatif.simulator.platform import Platform
@@ -83,7 +84,7 @@ class JavaVM:
         self.compiled_bytecodes = 0
         self._acc: dict[tuple[str, int], int] = defaultdict(int)
         self._file_at = 0
-        self._blocks: OrderedDict[tuple, InstrBlock] = OrderedDict()
+        self._blocks: LruCache[InstrBlock] = LruCache(BLOCK_CACHE)
 
     # ---- plumbing -----------------------------------------------------------------------------------
     @property
@@ -103,14 +104,7 @@ class JavaVM:
             raise SimulatorInputError(f"unknown Java method {name!r}") from None
 
     def _cached(self, key: tuple, build) -> InstrBlock:
-        blk = self._blocks.get(key)
-        if blk is None:
-            blk = self._blocks[key] = build()
-            while len(self._blocks) > BLOCK_CACHE:
-                self._blocks.popitem(last=False)
-        else:
-            self._blocks.move_to_end(key)
-        return blk
+        return self._blocks.get(key, build)
 
     def _routine(self, slot: int, instructions: int, data_kb: float, serialising: tuple[int, ...] = ()) -> None:
         blk = self._cached(("routine", slot, instructions, data_kb, serialising),

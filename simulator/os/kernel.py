@@ -8,12 +8,11 @@ after); primitives with ``tlb_flush`` flush every TLB after their instructions (
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
 from whatif.simulator.core import Core
 from whatif.simulator.isa import InstrBlock, isa_for
+from whatif.simulator.lru import LruCache
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.os.primitives import OsCode
 from whatif.simulator.platform import Platform
@@ -27,7 +26,7 @@ class Kernel:
         self.core = core if core is not None else Core(platform, MemoryHierarchy(platform, seed=seed))
         self.code = code if code is not None else OsCode(isa_for(platform.isa))
         self.clock_hz = platform.clock_ghz * 1e9
-        self._blocks: OrderedDict[tuple, InstrBlock] = OrderedDict()
+        self._blocks: LruCache[InstrBlock] = LruCache(BLOCK_CACHE)
         self.trace: list[tuple] | None = None    # when a list: every call and user burst appended in order
         self.calls: dict[str, int] = {}
         self.cycles_by_primitive: dict[str, int] = {}
@@ -37,15 +36,7 @@ class Kernel:
 
     def _cached(self, key: tuple, build) -> InstrBlock:
         """The block of ``key``, built by ``build()`` unless one of the last BLOCK_CACHE used is it."""
-        blk = self._blocks.get(key)
-        if blk is None:
-            blk = build()
-            self._blocks[key] = blk
-            while len(self._blocks) > BLOCK_CACHE:
-                self._blocks.popitem(last=False)
-        else:
-            self._blocks.move_to_end(key)
-        return blk
+        return self._blocks.get(key, build)
 
     def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
         return self._cached((name, int(size), int(src), int(dst)), lambda: self.code.block(name, size, src, dst))

@@ -24,7 +24,6 @@ Data addresses come from the call: ``src`` and ``dst`` are the buffers the primi
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -34,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import FIELDS, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE, InstrBlock, IsaSpec
+from whatif.simulator.lru import LruCache
 from whatif.simulator.osnoise import KERNEL_DATA, KERNEL_TEXT
 from whatif.simulator.schema import load_versioned
 
@@ -148,7 +148,7 @@ class OsCode:
             raise SimulatorInputError(f"the primitives' kernel text ({(t - self.text) >> 10} KB) runs into the kernel "
                                       f"data at {self.data:#x} on {isa.name}")
         self._paths: dict[str, InstrBlock | None] = {}        # each primitive's fixed prefix
-        self._templates: OrderedDict[tuple, dict] = OrderedDict()   # loop and per-unit templates
+        self._templates: LruCache[dict] = LruCache(TEMPLATES)     # loop and per-unit templates
         self._registers = np.zeros(0, np.int8)
 
     def _text_bytes(self, spec: PrimitiveSpec) -> int:
@@ -194,16 +194,6 @@ class OsCode:
         return {"pc": np.uint64(text) + (idx * self.size).astype(np.uint64), "op": op, "flags": flags, "addr": addr,
                 "taken": np.zeros(n, np.uint8), "target": np.zeros(n, np.uint64)}
 
-    def _template(self, key: tuple, build):
-        t = self._templates.get(key)
-        if t is None:
-            t = self._templates[key] = build()
-            while len(self._templates) > TEMPLATES:
-                self._templates.popitem(last=False)
-        else:
-            self._templates.move_to_end(key)
-        return t
-
     def _loop(self, text: int, src: int, dst: int | None, nbytes: int, bpi: int, ipi: int) -> dict:
         """A copy (``src`` and ``dst``) or read (``dst`` None) loop over ``nbytes``."""
         def build() -> dict:
@@ -218,7 +208,7 @@ class OsCode:
                     "op": np.tile(np.array(body, np.uint8), iters), "flags": np.zeros(iters * k, np.uint8),
                     "taken": taken, "target": np.where(taken == 1, np.uint64(text), np.uint64(0)).astype(np.uint64),
                     "msize": bpi, "k": k, "step": np.arange(iters, dtype=np.uint64) * np.uint64(bpi)}
-        t = self._template(("loop", text, nbytes, bpi, ipi, dst is not None), build)
+        t = self._templates.get(("loop", text, nbytes, bpi, ipi, dst is not None), build)
         k, step = t["k"], t["step"]
         addr = np.zeros(len(t["op"]), np.uint64)
         addr[0::k] = np.uint64(src) + step
@@ -226,10 +216,27 @@ class OsCode:
             addr[1::k] = np.uint64(dst) + step
         return {**t, "addr": addr}
 
+    def _copy_loops(self, name: str, loop_text: int, size: int, src: int, dst: int) -> list[dict]:
+        """The per-byte loops of a call: the copy passes (source, kernel buffers, destination), then the
+        read passes over the copy (or the source)."""
+        pb = self.spec(name).per_byte
+        parts: list[dict] = []
+        if pb is not None and size > 0:
+            prev = src
+            for c in range(pb.copies):
+                to = dst if c == pb.copies - 1 else self.kernel_buffer(self.index[name] * 8 + c)
+                parts.append(self._loop(loop_text + c * LOOP_SLOT, prev, to, size, pb.bytes_per_iteration,
+                                        pb.instructions_per_iteration))
+                prev = to
+            for r in range(pb.reads):
+                parts.append(self._loop(loop_text + (pb.copies + r) * LOOP_SLOT, prev if pb.copies else src, None,
+                                        size, pb.bytes_per_iteration, pb.instructions_per_iteration))
+        return parts
+
     def _units(self, n: int, text: int, data: int, count: int, first: int, stride: int) -> dict:
         """``count`` runs of a per-unit path of ``n`` instructions (salts 0, 1, ...), the first memory access
         of run u touching its unit's first line, ``first + u * stride``."""
-        one = self._template(("unit", n, text, data), lambda: self._path(n, text, data, UNIT_DATA / 1024, 0, 0))
+        one = self._templates.get(("unit", n, text, data), lambda: self._path(n, text, data, UNIT_DATA / 1024, 0, 0))
         mem = np.flatnonzero((one["op"] == OP_LOAD) | (one["op"] == OP_STORE))
         lines = max(1, int(UNIT_DATA // LINE))
         addr = np.zeros((count, n), np.uint64)
@@ -264,17 +271,7 @@ class OsCode:
         pb, pu = spec.per_byte, spec.per_unit
         unit_text = loop_text + (LOOP_SLOT * (pb.copies + pb.reads) if pb is not None else 0)   # per-page work
         unit_data = data + int(spec.data_kb * 1024) + 8 * spec.page_table_entries
-        parts = []
-        if pb is not None and size > 0:
-            prev = src
-            for c in range(pb.copies):
-                to = dst if c == pb.copies - 1 else self.kernel_buffer(self.index[name] * 8 + c)
-                parts.append(self._loop(loop_text + c * LOOP_SLOT, prev, to, size, pb.bytes_per_iteration,
-                                        pb.instructions_per_iteration))
-                prev = to
-            for r in range(pb.reads):
-                parts.append(self._loop(loop_text + (pb.copies + r) * LOOP_SLOT, prev if pb.copies else src, None,
-                                        size, pb.bytes_per_iteration, pb.instructions_per_iteration))
+        parts = self._copy_loops(name, loop_text, size, src, dst)
         if pu is not None and pu.instructions:
             units = pu.pages if pu.pages is not None else (math.ceil(size / pu.bytes) if size > 0 else 0)
             if units:

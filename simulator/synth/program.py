@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE, IsaSpec
+from whatif.simulator.lru import LruCache
 from whatif.simulator.synth import depcal
 from whatif.simulator.synth import kernel as K
 from whatif.simulator.synth.jit import apply_jit
@@ -436,22 +436,15 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
 
 
 # ------------------------------------------------------------------------------------ cache
-_CACHE: "OrderedDict[tuple, StaticProgram]" = OrderedDict()
 _CACHE_SIZE = 8
+_CACHE: "LruCache[StaticProgram]" = LruCache(_CACHE_SIZE)
 
 
 def program_for(spec: Workload, isa: IsaSpec, seed: int, name: str = "workload") -> StaticProgram:
     """``build_program`` with a small in-process cache keyed by the description, ISA and seed."""
     digest = hashlib.sha256(json.dumps(spec.model_dump(), sort_keys=True).encode()).hexdigest()
     key = (name, digest, isa.name, int(seed))
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
-    prog = build_program(spec, isa, seed, name)
-    _CACHE[key] = prog
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return prog
+    return _CACHE.get(key, lambda: build_program(spec, isa, seed, name))
 
 
 def nominal_lengths(spec: Workload, instructions: int | None) -> np.ndarray:
