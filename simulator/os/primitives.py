@@ -236,8 +236,11 @@ class OsCode:
     def _units(self, n: int, text: int, data: int, count: int, first: int, stride: int) -> dict:
         """``count`` runs of a per-unit path of ``n`` instructions (salts 0, 1, ...), the first memory access
         of run u touching its unit's first line, ``first + u * stride``."""
-        one = self._templates.get(("unit", n, text, data), lambda: self._path(n, text, data, UNIT_DATA / 1024, 0, 0))
-        mem = np.flatnonzero((one["op"] == OP_LOAD) | (one["op"] == OP_STORE))
+        def build() -> dict:
+            one = self._path(n, text, data, UNIT_DATA / 1024, 0, 0)
+            return {**one, "mem": np.flatnonzero((one["op"] == OP_LOAD) | (one["op"] == OP_STORE))}
+        one = self._templates.get(("unit", n, text, data), build)
+        mem = one["mem"]
         lines = max(1, int(UNIT_DATA // LINE))
         addr = np.zeros((count, n), np.uint64)
         salt = np.arange(count, dtype=np.int64)[:, None]
