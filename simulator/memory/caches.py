@@ -19,7 +19,7 @@ from whatif.simulator.memory.state import (
     MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_TAGGED,
     S_FILL_SLOT,
     S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
-    _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch, _rand, _sector_mask, _set_of, _st)
+    _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch, _rand, _sector_mask, _set_of, _st, _var)
 
 
 # ============================================================================ host-cache hints
@@ -403,7 +403,7 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
                 if w >= 0:
                     _add(s, cn + CN_SECTOR_MISS, 1)
             if not (write and _cfg(s, c + C_WRITE_ALLOC) == 0):
-                r = _fill(s, lvl, line, set_id, slot0, w, mask, src, U64(0), record and first)
+                r = _fill(s, lvl, line, set_id, slot0, w, mask, _var(src), U64(0), _var(record and first))
                 if first:
                     served = r
                 if not write:
@@ -467,7 +467,7 @@ def line_miss(s, lvl, addr, nbytes, src, write, record):
             _st(s, SCR + S_FILL_SLOT, slot)
             served = nxt
     if served < 0:
-        served = _fill(s, lvl, line, set_id, slot0, -1, mask, src, U64(0), record)
+        served = _fill(s, lvl, line, set_id, slot0, _var(-1), mask, _var(src), U64(0), _var(record))
     fm = _cfg(s, c + C_META0) + _ld(s, SCR + S_FILL_SLOT) * MW + M_VD
     _st(s, fm, _ldu(s, fm) | ((mask << U64(32)) * U64(write)))     # a write dirties the filled line
     return served
@@ -491,7 +491,7 @@ def _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask):
         _add(s, N0 + lvl * NCOL + CN_PF_DROPPED, 1)
         return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
-    served = _fill(s, lvl, line, set_id, slot0, w, mask, SRC_PREFETCH, mask, False)
+    served = _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
     lat = _cfg(s, G_MEM_LAT) if served == _cfg(s, G_NLEVELS) else _cfg(s, C0 + served * NCOL + C_LAT)
     _st(s, k, now + lat)
 
@@ -511,7 +511,7 @@ def prefetch_line(s, lvl, line, mask):
         _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask)
         return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
-    _fill(s, lvl, line, set_id, slot0, w, mask, SRC_PREFETCH, mask, False)
+    _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
 
 
 @njit(cache=True)

@@ -55,7 +55,7 @@ from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the lay
     SCR_NOW, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE, SRC_WALK, T_BITS0, T_NSETS, T_PLRU0,
     T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK, TN_MISS, TN_WALK_ACC, TN_WALK_MEM,
     TN_WALKS, TROW0, U64, EMPTY, MemState, Views, _add, _cfg, _find, _ld, _ldu, _mix64, _plru_touch,
-    _plru_victim, _rand, _sector_mask, _set_of, _st, unmanaged, views)
+    _plru_victim, _rand, _sector_mask, _set_of, _st, _var, unmanaged, views)
 
 
 # ============================================================================ translation
@@ -327,12 +327,12 @@ def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
             _st(s, SCR + S_WALK_CYCLES, 0)
             p0 = phys(s, vaddr, page_bits)
             if not _hit(s, lvl, p0, size, src, write):
-                return _cache_access(s, lvl, p0, p0 + U64(size - 1), src, write, page_bits)   # the same page: the same frame
+                return _cache_access(s, lvl, p0, p0 + U64(size - 1), _var(src), _var(write), page_bits)   # the same page: the same frame
             if _ld(s, SCR + S_NMISSED) != 0:          # a hit on a prefetched line at a tagged prefetcher
                 _prefetch_after_demand(s, page_bits)
             _st(s, SCR + S_LEVEL, lvl)
             return lvl
-    return _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits)
+    return _top_access(s, lvl, t0, t1, vaddr, size, _var(src), _var(write), page_bits)
 
 
 @njit(cache=True, inline="always")

@@ -228,6 +228,20 @@ def _match4(typingctx, s, i, v):
 
 
 @intrinsic
+def _var(typingctx, x):
+    """``x`` as a run-time value: a constant argument (``SRC_PREFETCH``, ``False``, ``-1``) passed on to a
+    non-inlined kernel would otherwise compile a separate specialisation of it per constant, each as slow
+    to compile as the general one; LLVM still folds the constant where the callee is inlined."""
+    if not isinstance(x, (types.Integer, types.Boolean, types.Literal)):
+        return None
+    ty = types.unliteral(x)
+
+    def codegen(context, builder, sig, args):
+        return args[0]
+    return ty(ty), codegen
+
+
+@intrinsic
 def _ctz(typingctx, x):
     """Trailing zero bits of a non-zero uint64."""
     if not isinstance(x, types.Integer):
