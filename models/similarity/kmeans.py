@@ -262,7 +262,8 @@ def hartigan_wong(x: np.ndarray, k: int, *, n_init: int = 10, max_iter: int = 50
     Raises ValueError when k is not in 2..(number of distinct rows - 1) or k > number of distinct rows
     (R: "more cluster centers than distinct data points").
     """
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    # a copy, so always writeable: the kernels compile once, not again for read-only inputs
+    x = np.array(x, dtype=np.float64, order="C")
     m = x.shape[0]
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
