@@ -344,7 +344,7 @@ def hbench_os_vector_cmd(platform: str = typer.Option(..., "--platform", "-p", h
     if as_json:
         echo_json({"system": vector.system.iloc[0], "vector": vector.to_dict(orient="records")})
     else:
-        from rich.console import Console
+        from whatif.scenarios.render import stdout_console
         from rich.table import Table
 
         t = Table(title=f"system vector of {vector.system.iloc[0]}")
@@ -352,7 +352,7 @@ def hbench_os_vector_cmd(platform: str = typer.Option(..., "--platform", "-p", h
             t.add_column(col, justify="left" if col in ("primitive", "unit") else "right")
         for r in vector.itertuples(index=False):
             t.add_row(r.primitive, r.unit, f"{r.cost:.6g}", str(r.iterations))
-        Console().print(t)
+        stdout_console().print(t)
     if out is not None:
         typer.echo(f"results written to {out}", err=as_json)
 
@@ -379,7 +379,7 @@ def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
     else:
         table = runner.headline_table(done.output.headline, done.output.headline_absolute)
         if table is not None:
-            from rich.console import Console
+            from whatif.scenarios.render import stdout_console
             from rich.table import Table
 
             view = Table(title=f"{done.study.scenario.name}: {done.study.name} study")
@@ -387,7 +387,7 @@ def run_cmd(scenario: Path = typer.Argument(..., help="scenario TOML file"),
                 view.add_column(str(col), justify="left" if col == "metric" else "right")
             for row in table.itertuples(index=False):
                 view.add_row(*[_fmt(v) for v in row])
-            Console().print(view)
+            stdout_console().print(view)
     typer.echo(f"report: {done.out_dir / 'report.html'}", err=as_json)
 
 
@@ -419,7 +419,7 @@ def validate_cmd(quick: bool = typer.Option(False, "--quick", help="smaller prob
     if as_json:
         echo_json({"checks": [r.as_dict() for r in results]})
     else:
-        from rich.console import Console
+        from whatif.scenarios.render import stdout_console
         from rich.table import Table
 
         table = Table(title="whatif validate")
@@ -427,7 +427,7 @@ def validate_cmd(quick: bool = typer.Option(False, "--quick", help="smaller prob
             table.add_column(col)
         for r in results:
             table.add_row(r.name, str(r.expected), str(r.measured), "[green]yes[/]" if r.passed else "[red]NO[/]")
-        Console().print(table)
+        stdout_console().print(table)
     if not all(r.passed for r in results):
         raise typer.Exit(1)
 

@@ -284,3 +284,33 @@ def test_cachesim_seed_places_pages(tmp_path):
         return doc["levels"]["L2"]["misses"]
     assert l2(1) == l2(1)
     assert len({l2(s) for s in (1, 2, 3, 4)}) > 1
+
+
+def _wide_table():
+    from rich.table import Table
+
+    table = Table(*[f"baseline / variant {i}" for i in range(10)])
+    table.add_row(*[f"{1000 + i}.25" for i in range(10)])
+    return table
+
+
+def test_results_into_a_file_or_pipe_print_tables_whole(monkeypatch, capsys):
+    from whatif.scenarios.render import stdout_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    stdout_console().print(_wide_table())
+    out = capsys.readouterr().out
+    assert "…" not in out
+    header = next(line for line in out.splitlines() if "variant 0" in line)
+    assert all(f"baseline / variant {i}" in header for i in range(10))
+    assert all(f"{1000 + i}.25" in out for i in range(10))
+
+
+def test_an_explicit_terminal_width_is_kept(monkeypatch, capsys):
+    from whatif.scenarios.render import stdout_console
+
+    monkeypatch.setenv("COLUMNS", "80")
+    stdout_console().print(_wide_table())
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "baseline / variant 9" not in out

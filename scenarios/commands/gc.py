@@ -139,10 +139,10 @@ def pause_figure(log: pd.DataFrame):
 
 
 def print_summary(doc: dict[str, Any], log: pd.DataFrame) -> None:
-    from rich.console import Console
+    from whatif.scenarios.render import stdout_console
     from rich.table import Table
 
-    console = Console()
+    console = stdout_console()
     s = doc["summary"]
     t = Table(title=f"{doc['workload']} on {doc['platform']}: {doc['collector']}, heap {doc['heap_mb']:g} MB"
                     + (f" (x{doc['scale']:g})" if doc["scale"] != 1 else "")

@@ -32,10 +32,10 @@ def headline(counters: dict, records: int) -> dict[str, Any]:
 
 
 def print_summary(doc: dict[str, Any]) -> None:
-    from rich.console import Console
+    from whatif.scenarios.render import stdout_console
     from rich.table import Table
 
-    console = Console()
+    console = stdout_console()
     table = Table(title=f"{doc['platform']}: {doc['trace_accesses']:,} trace records "
                         f"in {doc['simulation_seconds']:.3f} s")
     for col in ("structure", "accesses", "hits", "misses", "miss ratio", "writebacks", "prefetches"):

@@ -65,10 +65,10 @@ def add_report(rep: Report, summary: dict[str, Any], methods: pd.DataFrame, titl
 
 
 def print_summary(summary: dict[str, Any], methods: pd.DataFrame) -> None:
-    from rich.console import Console
+    from whatif.scenarios.render import stdout_console
     from rich.table import Table
 
-    console = Console()
+    console = stdout_console()
     console.print(f"{summary['workload']} on {summary['platform']}: {summary['instructions']:,} instructions, CPI "
                   f"{summary['cpi']:.3f}, {summary['samples']:,} samples (every {summary['sample_every']:,} cycles), "
                   f"I-cache misses {100 * summary['icache_cycle_share']:.1f} % of the cycles")

@@ -13,10 +13,10 @@ MAX_SERIES_FIGURES = 6          # time-series figures per report (the tables hol
 
 
 def print_summary(doc: dict) -> None:
-    from rich.console import Console
+    from whatif.scenarios.render import stdout_console
     from rich.table import Table
 
-    console = Console()
+    console = stdout_console()
     if "sampled" in doc:
         print_sampled_summary(doc, console)
         return

@@ -28,10 +28,10 @@ def add_report(rep: Report, base: VectorResults, edited: VectorResults | None, f
 
 
 def print_predictions(base: VectorResults, edited: VectorResults | None = None) -> None:
-    from rich.console import Console
+    from whatif.scenarios.render import stdout_console
     from rich.table import Table
 
-    console = Console()
+    console = stdout_console()
     t = Table(title=f"predicted time (µs), rank and speed relative to {base.reference}")
     for col in ("application", "system", "predicted", "rank", "speed"):
         t.add_column(col, justify="left" if col in ("application", "system") else "right")
