@@ -232,7 +232,7 @@ def _var(typingctx, x):
     """``x`` as a run-time value: a constant argument (``SRC_PREFETCH``, ``False``, ``-1``) passed on to a
     non-inlined kernel would otherwise compile a separate specialisation of it per constant, each as slow
     to compile as the general one; LLVM still folds the constant where the callee is inlined."""
-    if not isinstance(x, (types.Integer, types.Boolean, types.Literal)):
+    if not isinstance(x, (types.Integer, types.Boolean)):       # (their literal types included)
         return None
     ty = types.unliteral(x)
 

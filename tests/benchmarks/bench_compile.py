@@ -70,24 +70,19 @@ def run(group: str, cache: str, tree: Path) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups")
-    ap.add_argument("--tree", type=Path, default=None,
-                    help="a directory named whatif holding another checkout (for the anchors)")
+    ap.add_argument("--tree", type=Path, default=ROOT, help="another checkout to time (for the anchors)")
     args = ap.parse_args()
-    tree = args.tree.resolve() if args.tree else ROOT
-    if tree.name != "whatif":
-        # the package is imported as ``whatif``: point a temporary directory's whatif at the tree
-        link_dir = Path(tempfile.mkdtemp())
-        (link_dir / "whatif").symlink_to(tree)
-        tree = link_dir / "whatif"
     print(f"{'group':10s} {'cold s':>8s} {'warm s':>8s}   anchor cold / warm (24412be)")
-    for group in args.only.split(","):
-        with tempfile.TemporaryDirectory() as cache:
-            cold = run(group, cache, tree)
-            warm = run(group, cache, tree)
-        a_cold, a_warm = ANCHORS[group]
-        anchor = f"{a_cold:8.1f} / {a_warm:.1f}" if a_cold is not None else "       - / -"
-        print(f"{group:10s} {cold:8.1f} {warm:8.1f}   {anchor}", flush=True)
-
+    with tempfile.TemporaryDirectory() as links:
+        # the package is imported as ``whatif``: a temporary directory's whatif points at the tree
+        tree = Path(links) / "whatif"
+        tree.symlink_to(args.tree.resolve())
+        for group in args.only.split(","):
+            with tempfile.TemporaryDirectory() as cache:
+                cold = run(group, cache, tree)
+                warm = run(group, cache, tree)
+            a_cold, a_warm = ANCHORS[group]
+            print(f"{group:10s} {cold:8.1f} {warm:8.1f}   {a_cold:8.1f} / {a_warm:.1f}", flush=True)
 
 if __name__ == "__main__":
     main()
