@@ -65,6 +65,7 @@ def test_mark_sweep_matches_reference(seed, cross, cluster, collections):
         nf = int(heap.H.S[S_NF])
         got = list(zip(heap.H.f_start[:nf].tolist(), heap.H.f_size[:nf].tolist()))
         assert got == exp["free_chunks"]
+        assert c.swept_chunks == len(exp["free_chunks"])
         assert {off for off, _, oid in heap.walk() if oid >= 0} == exp["live"]
         assert walk_is_complete(heap)
 

@@ -47,6 +47,24 @@ def test_gc_log_contract(timed_run):
     assert per["dead"].tolist() == log["dead_objects"].tolist()
 
 
+def test_gc_log_counts_each_collections_memory_traffic(timed_run):
+    """Lines read from and written back to memory during each collection (what a PMU counts between the
+    pause's start and end): they add up to the run's memory counters less the mutator's allocation
+    stores, which read lines and write back what they evict; every sweep closes at least one chunk."""
+    log = gc_log(timed_run)
+    assert (log["memory_reads"] > 0).all() and (log["memory_writes"] >= 0).all()
+    mem = timed_run.counters["memory"]
+    assert log["memory_reads"].sum() < mem["reads"] and log["memory_writes"].sum() <= mem["writes"]
+    assert (log["swept_chunks"] >= 1).all()
+
+
+def test_untimed_collections_count_no_memory_traffic(platform):
+    run = simulate_gc(behaviour(total_mb=1.0), heap_config(heap_bytes=512 * KB), platform, seed=4, timed=False)
+    log = gc_log(run)
+    assert len(log) >= 1 and (log["memory_reads"] == 0).all() and (log["memory_writes"] == 0).all()
+    assert (log["swept_chunks"] >= 1).all()
+
+
 def test_summary_figures(timed_run):
     log = gc_log(timed_run)
     s = summary(timed_run, log)

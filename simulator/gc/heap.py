@@ -54,6 +54,9 @@ class Collection:
     free_bytes_after: int
     largest_free_after: int
     heap_after_bytes: int          # heap size after the collection (growth)
+    swept_chunks: int = 0          # free chunks the sweep wrote (a header each; mark-sweep, before any compaction)
+    memory_reads: int = 0          # lines read from memory during the collection (a timer's memory hierarchy)
+    memory_writes: int = 0         # lines written back to memory during it: the dirty lines it evicted
     instructions: int = 0
     cycles: int = 0
     compaction_instructions: int = 0
@@ -174,6 +177,8 @@ class Heap:
         emit = timer is not None or sink is not None
         gen = self.collect_blocks(reason, request, compaction, emit=emit)
         c0 = timer.cycles if timer is not None else 0
+        memory = getattr(timer, "memory", None)
+        m0 = memory.counters()["memory"] if memory is not None else None
         marks: list[tuple[str, int]] = []
         while True:
             try:
@@ -195,6 +200,10 @@ class Heap:
             for (name, at), (_, nxt) in zip(bounds[:-1], bounds[1:]):
                 coll.phase_cycles[name] = coll.phase_cycles.get(name, 0) + int(nxt - at)
             coll.compaction_cycles = int(coll.phase_cycles.get("compact", 0))
+        if m0 is not None:
+            m1 = memory.counters()["memory"]
+            coll.memory_reads = int(m1["reads"] - m0["reads"])
+            coll.memory_writes = int(m1["writes"] - m0["writes"])
         return coll
 
     def collect_blocks(self, reason: str = "allocation", request: int = 0, compaction: bool | None = None,
@@ -221,6 +230,7 @@ class Heap:
         instr = 0
         compacted = False
         comp_instr = 0
+        swept_chunks = 0
         if cfg.collector == "copying":
             semi = int(S[S_SEMISIZE])
             frm = int(S[S_SEMI])
@@ -240,6 +250,7 @@ class Heap:
                 yield name
                 instr += yield from self._steps(ms_step, phase, emit)
             H = self.H                                  # (the mark stack may have grown)
+            swept_chunks = int(H.S[S_NF])
             KA.reset_cursor(H)
             free, largest = KA.free_stats(H)
             want = cfg.compaction if compaction is None else compaction
@@ -273,7 +284,7 @@ class Heap:
             copied_bytes=int(S[S_COPIED_BYTES]), compacted=compacted, roots=int(S[S_ROOTS_SCANNED]),
             mark_visits=int(S[S_MARK_VISITS]), refs_scanned=int(S[S_REFS_SCANNED]), free_bytes_after=int(free),
             largest_free_after=int(largest), heap_after_bytes=int(S[S_HEAP]), instructions=int(instr),
-            compaction_instructions=int(comp_instr), max_mark_stack=int(S[S_MAX_STACK]),
+            compaction_instructions=int(comp_instr), max_mark_stack=int(S[S_MAX_STACK]), swept_chunks=swept_chunks,
             out_of_memory=bool(oom), oom_reason=oom)
         nz = np.nonzero(H.hist_live + H.hist_dead)[0]
         coll.hist_payload = hist_bin_payload(nz)

@@ -16,6 +16,9 @@ bytes_copied        bytes moved (compaction or copying); ``objects_copied``
 compacted           the collection moved objects
 compaction_s        time of the compaction passes (mark-sweep)
 free_bytes_after    free space after the collection; ``largest_free_after`` its largest chunk
+swept_chunks        free chunks the sweep closed, a header written each (mark-sweep; 0 for copying)
+memory_reads        lines read from memory during the collection (``memory_writes``: written back), as a PMU
+                    counts them; 0 when the collection was not timed
 allocated_bytes     bytes allocated before the collection; ``units`` the bytecode-equivalent units
 roots, mark_visits, references_scanned   connectivity seen by the collector (fan-in, fan-out)
 ==================  ===========================================================================
@@ -39,7 +42,7 @@ import pandas as pd
 LOG_COLUMNS = ("gc", "reason", "explicit", "t_start_s", "duration_s", "cycles", "instructions", "heap_bytes",
                "heap_after_bytes", "live_objects", "live_bytes", "dead_objects", "dead_bytes", "bytes_copied",
                "objects_copied", "compacted", "compaction_s", "free_bytes_after", "largest_free_after",
-               "allocated_bytes", "units", "roots", "mark_visits", "references_scanned")
+               "swept_chunks", "memory_reads", "memory_writes", "allocated_bytes", "units", "roots", "mark_visits", "references_scanned")
 
 
 def gc_log(result) -> pd.DataFrame:
@@ -58,7 +61,8 @@ def gc_log(result) -> pd.DataFrame:
                      "dead_bytes": c.dead_bytes, "bytes_copied": c.copied_bytes, "objects_copied": c.copied_objects,
                      "compacted": c.compacted, "compaction_s": c.compaction_cycles / hz,
                      "free_bytes_after": c.free_bytes_after, "largest_free_after": c.largest_free_after,
-                     "allocated_bytes": c.clock_bytes, "units": units, "roots": c.roots,
+                     "swept_chunks": c.swept_chunks, "memory_reads": c.memory_reads,
+                     "memory_writes": c.memory_writes, "allocated_bytes": c.clock_bytes, "units": units, "roots": c.roots,
                      "mark_visits": c.mark_visits, "references_scanned": c.refs_scanned})
         paused += duration
     return pd.DataFrame(rows, columns=list(LOG_COLUMNS))

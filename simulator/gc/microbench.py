@@ -15,7 +15,9 @@ application the objects that die were last touched by the mutator long before (t
 garbage), and the mark bitmap was evicted by the allocation since the previous collection, whereas in
 the microbenchmark step 1 has just walked every list object and step 2 the bitmap.  A row per step
 records the time, cycles, instructions, the mark phase's time and the memory reads during the
-collection (seed 003 Figures 5-4 and 5-7).
+collection (seed 003 Figures 5-4 and 5-7), and the lines it wrote back to memory: a flush that stores
+leaves the caches dirty, as an application's allocation does, and the collection that evicts them writes
+them back; ``dirty_flush=False`` flushes with loads, so the two runs differ by that traffic alone.
 ``copy_bandwidth`` measures the platform's copy bandwidth the same way (a memcpy stream), the figure the
 HBench:JGC analyzer divides bytes copied by.
 """
@@ -44,10 +46,12 @@ PC_COPY = PC_ALLOC + 0x100
 def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_length: int, object_size: int,
                        collector: str = "mark-sweep", header_bytes: int = 4, seed: int = 0,
                        flush_before: tuple[str, ...] = ("dead", "empty"), fields: int = 1,
-                       twin: bool = False) -> list[dict]:
+                       twin: bool = False, dirty_flush: bool = True) -> list[dict]:
     """One configuration of the microbenchmark: three rows (live, dead, empty).  ``fields`` reference
     fields per object (1: just ``next``); ``twin``: the second field also points to the next object
-    (fan-in two), the variants that separate the fan-out and fan-in costs of seed 003 §5.2.1.2."""
+    (fan-in two), the variants that separate the fan-out and fan-in costs of seed 003 §5.2.1.2.
+    ``dirty_flush=False``: the flushes load the mutator's data instead of storing it, so the caches a
+    collection finds are clean (the ``writeback`` purpose: the cost of a line written back)."""
     for name, value in (("n_lists", n_lists), ("list_length", list_length), ("object_size", object_size),
                         ("fields", fields)):
         if value <= 0:
@@ -71,10 +75,8 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
             for i in range(n_lists):
                 KA.set_field(heap.H, arr, i, -1)
         if step in flush_before:
-            flush(timer.memory, platform)
-        reads0 = timer.memory.counters()["memory"]["reads"]
+            flush(timer.memory, platform, dirty=dirty_flush)
         c = heap.collect("explicit", timer=timer, compaction=False)
-        reads = timer.memory.counters()["memory"]["reads"] - reads0
         rows.append({"step": step, "heap_bytes": int(heap_bytes), "heap_mb": heap_bytes / MB,
                      "object_size": int(object_size), "objects": int(n_lists * list_length),
                      "n_lists": int(n_lists), "list_length": int(list_length), "fields": int(fields),
@@ -82,7 +84,8 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
                      "gc_seconds": platform.cycles_to_seconds(c.cycles), "cycles": int(c.cycles),
                      "mark_seconds": platform.cycles_to_seconds(c.phase_cycles["mark"])
                      if "mark" in c.phase_cycles else float("nan"),
-                     "instructions": int(c.instructions), "memory_reads": int(reads),
+                     "instructions": int(c.instructions), "memory_reads": int(c.memory_reads),
+                     "memory_writes": int(c.memory_writes), "dirty_flush": bool(dirty_flush),
                      "live_objects": int(c.live_objects), "dead_objects": int(c.dead_objects)})
     return rows
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from whatif.simulator.gc.layout import HEAP_BASE
+from whatif.simulator.memory.state import K_LOAD, K_STORE
 
 STORE_STRIDE = 32
 STORE_BYTES = 8
-K_STORE = 2
 
 
 def allocation_stores(addr: np.ndarray, nbytes: np.ndarray, stride: int = STORE_STRIDE) -> tuple[np.ndarray, ...]:
@@ -43,9 +43,15 @@ def touch(memory, addr: np.ndarray, nbytes: np.ndarray) -> int:
 SCRATCH_BASE = 0x3000_0000        # the mutator's own data, outside the heap and the collector's tables
 
 
-def flush(memory, platform) -> int:
+def flush(memory, platform, dirty: bool = True) -> int:
     """Stream stores over twice the largest cache's capacity of the mutator's own data (outside the
-    heap), evicting the collector's lines: the cache state a collection finds after the mutator ran."""
+    heap), evicting the collector's lines: the cache state a collection finds after the mutator ran.
+    ``dirty=False`` streams loads instead: the same lines, clean, so a collection that evicts them writes
+    nothing back (the two differ by the writebacks alone)."""
     largest = max(int(c.size_kb * 1024) for c in platform.caches.values())
     addr = np.array([SCRATCH_BASE - HEAP_BASE], np.int64)
-    return touch(memory, addr, np.array([2 * largest], np.int64))
+    if dirty:
+        return touch(memory, addr, np.array([2 * largest], np.int64))
+    a, s, k = allocation_stores(addr, np.array([2 * largest], np.int64))
+    memory.run(a, s, np.full(len(k), K_LOAD, np.uint8))
+    return len(a)
