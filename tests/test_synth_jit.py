@@ -13,6 +13,7 @@ from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_LOAD, OP_STORE, 
 from whatif.simulator.synth import Synthesizer
 from whatif.simulator.synth import kernel as K
 from whatif.simulator.synth.jit import FUNC_ALIGN
+from whatif.simulator.workload import load_workload
 
 WITHOUT_JIT = [("z/Architecture", "specjvm98/db"), ("z/Architecture", "cint2006/445.gobmk"),
                ("x86_64", "cint2006/429.mcf"), ("x86_64", "yahoo_y/Y")]
@@ -35,7 +36,7 @@ def test_workloads_without_a_jit_table_never_reach_the_jit_layer(isa, workload, 
         raise AssertionError("apply_jit called for a workload without a jit table")
 
     monkeypatch.setattr(P, "apply_jit", refuse)
-    spec = Synthesizer(workload, isa_for(isa), seed=1, instructions=1000).spec
+    spec = load_workload(workload).spec
     p, again = (P.build_program(spec, isa_for(isa), 1, workload) for _ in range(2))
     assert spec.jit is None and digest(p) == digest(again)
     assert p.inline_level is None and p.jit_entry is None
