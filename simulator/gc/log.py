@@ -42,7 +42,8 @@ import pandas as pd
 LOG_COLUMNS = ("gc", "reason", "explicit", "t_start_s", "duration_s", "cycles", "instructions", "heap_bytes",
                "heap_after_bytes", "live_objects", "live_bytes", "dead_objects", "dead_bytes", "bytes_copied",
                "objects_copied", "compacted", "compaction_s", "free_bytes_after", "largest_free_after",
-               "swept_chunks", "memory_reads", "memory_writes", "allocated_bytes", "units", "roots", "mark_visits", "references_scanned")
+               "swept_chunks", "memory_reads", "memory_writes", "allocated_bytes", "units", "roots", "mark_visits",
+               "references_scanned")
 
 
 def gc_log(result) -> pd.DataFrame:
@@ -62,8 +63,8 @@ def gc_log(result) -> pd.DataFrame:
                      "compacted": c.compacted, "compaction_s": c.compaction_cycles / hz,
                      "free_bytes_after": c.free_bytes_after, "largest_free_after": c.largest_free_after,
                      "swept_chunks": c.swept_chunks, "memory_reads": c.memory_reads,
-                     "memory_writes": c.memory_writes, "allocated_bytes": c.clock_bytes, "units": units, "roots": c.roots,
-                     "mark_visits": c.mark_visits, "references_scanned": c.refs_scanned})
+                     "memory_writes": c.memory_writes, "allocated_bytes": c.clock_bytes, "units": units,
+                     "roots": c.roots, "mark_visits": c.mark_visits, "references_scanned": c.refs_scanned})
         paused += duration
     return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
 

@@ -51,7 +51,7 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
     fields per object (1: just ``next``); ``twin``: the second field also points to the next object
     (fan-in two), the variants that separate the fan-out and fan-in costs of seed 003 §5.2.1.2.
     ``dirty_flush=False``: the flushes load the mutator's data instead of storing it, so the caches a
-    collection finds are clean (the ``writeback`` purpose: the cost of a line written back)."""
+    collection finds are clean and it writes back only its own lines."""
     for name, value in (("n_lists", n_lists), ("list_length", list_length), ("object_size", object_size),
                         ("fields", fields)):
         if value <= 0:

@@ -49,9 +49,8 @@ def flush(memory, platform, dirty: bool = True) -> int:
     ``dirty=False`` streams loads instead: the same lines, clean, so a collection that evicts them writes
     nothing back (the two differ by the writebacks alone)."""
     largest = max(int(c.size_kb * 1024) for c in platform.caches.values())
-    addr = np.array([SCRATCH_BASE - HEAP_BASE], np.int64)
-    if dirty:
-        return touch(memory, addr, np.array([2 * largest], np.int64))
-    a, s, k = allocation_stores(addr, np.array([2 * largest], np.int64))
-    memory.run(a, s, np.full(len(k), K_LOAD, np.uint8))
+    a, s, k = allocation_stores(np.array([SCRATCH_BASE - HEAP_BASE], np.int64), np.array([2 * largest], np.int64))
+    if not dirty:
+        k[:] = K_LOAD
+    memory.run(a, s, k)
     return len(a)
