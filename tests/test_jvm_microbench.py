@@ -9,6 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import OP_JUMP, isa_for
@@ -20,6 +22,8 @@ from whatif.simulator.jvm.vm import JavaVM
 from whatif.simulator.os.microbench import MicrobenchSettings
 from whatif.simulator.os.primitives import OsCode
 from whatif.simulator.platform import load_platform
+from jvmref import ReferenceJvmCode
+from test_os_primitives import assert_same_block
 
 PLATFORM = "mpc7447a"          # fixed-length instructions, the simplest core of the set
 UNITS = 256
@@ -134,6 +138,22 @@ def test_switch_and_threaded_dispatch():
         jumps = b.pc[(b.op == OP_JUMP) & (b.target != np.uint64(0x5000_0000))]
         assert (len(np.unique(jumps)) == 1) == one_site
         b.validate()
+
+
+@settings(max_examples=60, deadline=None)
+@given(isa=st.sampled_from(["x86_64", "powerpc32", "z/Architecture"]), dispatch=st.sampled_from(["switch", "threaded"]),
+       calls=st.lists(st.tuples(st.sampled_from(["a.m", "b.n", "java.util.Hashtable.get"]), st.integers(1, 300),
+                                st.integers(0, 700), st.integers(0, 2000), st.floats(0.0, 8.0), st.integers(0, 9),
+                                st.integers(0, 1 << 31)), min_size=1, max_size=4))
+def test_interpreted_blocks_equal_the_instruction_by_instruction_reference(isa, dispatch, calls):
+    """The column-built interpreted invocation is the reference's, instruction for instruction, for any
+    method, size, bytecode count, units (the inner loop over the buffer), depth and object, in any order of
+    calls on one JvmCode (a method is indexed when it first executes: bytecode array and buffer)."""
+    fast, ref = JvmCode(isa_for(isa), dispatch), ReferenceJvmCode(isa_for(isa), dispatch)
+    for name, size, bytecodes, units, per_unit, depth, obj in calls:
+        assert_same_block(fast.interpreted(name, size, bytecodes, units, per_unit, depth, obj),
+                          ref.interpreted(name, size, bytecodes, units, per_unit, depth, obj))
+    assert fast._index == ref._index
 
 
 def test_compiled_code_has_the_jits_expansion():

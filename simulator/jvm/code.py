@@ -220,38 +220,62 @@ class JvmCode:
 
     def interpreted(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
                     depth: int = 0, obj: int = USER_DATA) -> InstrBlock:
-        """One interpreted invocation's bytecodes (body and inner loop), dispatch included."""
+        """One interpreted invocation's bytecodes (body and inner loop), dispatch included.
+
+        Built a column at a time: row k of a table holds bytecode k's instructions (the dispatch's four,
+        its handler's, the jump back of a switch interpreter) in the columns its opcode class uses, and
+        the block is the used cells in row order (``tests/jvmref.py`` keeps the instruction-by-instruction
+        original it is tested against)."""
         prog = self.program(name, size)
         pos, offs, back, _ = self._positions(prog, bytecodes, units, per_unit)
-        e = _Emitter(self.isa, self.isize)
-        isz = self.isize
-        table = RUNTIME_DATA
-        for k in range(len(pos)):
-            p = int(pos[k])
-            c, v = int(prog.cls[p]), int(prog.variant[p])
-            handler = INTERP_TEXT + HANDLER_SLOT * (1 + c * VARIANTS + v)
-            dpc = INTERP_TEXT if self.dispatch == "switch" else (
-                INTERP_TEXT + HANDLER_SLOT * (1 + int(prog.cls[int(pos[k - 1])]) * VARIANTS
-                                              + int(prog.variant[int(pos[k - 1])])) + 64 if k else INTERP_TEXT)
-            for j, (op, what) in enumerate(DISPATCH):
-                if op == OP_JUMP:
-                    e.emit(dpc + j * isz, OP_JUMP, 0, 1, handler)
-                elif what == "t":
-                    e.emit(dpc + j * isz, op, table + (c * VARIANTS + v) * 8)
+        n, isz = len(pos), np.uint64(self.isize)
+        if n == 0:                    # (the method gets its bytecode index when it first executes)
+            return InstrBlock.empty(0)
+        cls = prog.cls[pos]
+        slot = (1 + cls * VARIANTS + prog.variant[pos]).astype(np.uint64)
+        handler = np.uint64(INTERP_TEXT) + np.uint64(HANDLER_SLOT) * slot
+        dpc = np.full(n, INTERP_TEXT, np.uint64)
+        if self.dispatch != "switch":                  # threaded: the previous handler's own dispatch
+            dpc[1:] = handler[:-1] + np.uint64(64)
+        p = pos.astype(np.uint64)
+        operand = {"f": np.uint64(FRAMES + depth * FRAME_BYTES) + (p * np.uint64(4)) % np.uint64(FRAME_BYTES),
+                   "h": np.uint64(obj) + (p * np.uint64(8)) % np.uint64(64),
+                   "d": np.uint64(self.buffer(name)) + offs.astype(np.uint64),
+                   "": np.zeros(n, np.uint64)}
+        width = len(DISPATCH) + max(len(h) for h in HANDLERS.values()) + 1
+        cols = {k: np.zeros((n, width), np.uint64) for k in ("pc", "addr", "taken", "target")}
+        op = np.zeros((n, width), np.uint8)
+        used = np.zeros((n, width), bool)
+        # the dispatch: opcode load, pointer advance, handler-table load, indirect jump
+        used[:, :len(DISPATCH)] = True
+        for j, (o, _) in enumerate(DISPATCH):
+            op[:, j] = o
+            cols["pc"][:, j] = dpc + np.uint64(j) * isz
+        cols["addr"][:, 0] = np.uint64(self.bytecode_at(name)) + p
+        cols["addr"][:, 2] = np.uint64(RUNTIME_DATA) + (slot - np.uint64(1)) * np.uint64(8)
+        cols["taken"][:, 3], cols["target"][:, 3] = 1, handler
+        # the handler, per opcode class
+        taken = (prog.taken[pos] | back).astype(np.uint64)
+        for c, hops in HANDLERS.items():
+            rows = np.flatnonzero(cls == c)
+            for j, (o, what) in enumerate(hops):
+                col = len(DISPATCH) + j
+                pc = handler[rows] + np.uint64(j) * isz
+                used[rows, col], op[rows, col], cols["pc"][rows, col] = True, o, pc
+                if o == OP_BRANCH:
+                    t = taken[rows]
+                    cols["taken"][rows, col] = t
+                    cols["target"][rows, col] = np.where(t != 0, pc + np.uint64(2) * isz, np.uint64(0))
                 else:
-                    e.emit(dpc + j * isz, op, self._addr(what, name, p, 0, depth, obj))
-            hops = HANDLERS[c]
-            for j, (op, what) in enumerate(hops):
-                pc = handler + j * isz
-                if op == OP_BRANCH:
-                    t = int(prog.taken[p] or back[k])
-                    e.emit(pc, OP_BRANCH, 0, t, pc + 2 * isz if t else 0)
-                else:
-                    e.emit(pc, op, self._addr(what, name, p, int(offs[k]), depth, obj))
-            if self.dispatch == "switch":                  # back to the dispatch loop
-                pc = handler + len(hops) * isz
-                e.emit(pc, OP_JUMP, 0, 1, INTERP_TEXT)
-        return e.block()
+                    cols["addr"][rows, col] = operand[what][rows]
+            if self.dispatch == "switch":               # back to the dispatch loop
+                used[rows, -1], op[rows, -1] = True, OP_JUMP
+                cols["pc"][rows, -1] = handler[rows] + np.uint64(len(hops)) * isz
+                cols["taken"][rows, -1], cols["target"][rows, -1] = 1, INTERP_TEXT
+        b = InstrBlock.empty(int(used.sum()))
+        b.pc[:], b.op[:], b.mem_addr[:] = cols["pc"][used], op[used], cols["addr"][used]
+        b.taken[:], b.target[:] = cols["taken"][used], cols["target"][used]
+        return finish(b, self.isa, self.isize)
 
     def compiled(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
                  depth: int = 0, obj: int = USER_DATA) -> InstrBlock:

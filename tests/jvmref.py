@@ -1,0 +1,47 @@
+"""The interpreted Java method built the plain way (one instruction after another, as its first version
+did): the reference that :meth:`simulator.jvm.code.JvmCode.interpreted`, which builds the block a column
+of its opcode-class table at a time, is tested against."""
+
+from __future__ import annotations
+
+from whatif.simulator.isa import OP_BRANCH, OP_JUMP, InstrBlock
+from whatif.simulator.jvm.code import (DISPATCH, HANDLER_SLOT, HANDLERS, INTERP_TEXT, RUNTIME_DATA, USER_DATA,
+                                       VARIANTS, JvmCode, _Emitter)
+
+
+class ReferenceJvmCode(JvmCode):
+    """JvmCode with the interpreted invocation of its first version."""
+    def interpreted(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
+                    depth: int = 0, obj: int = USER_DATA) -> InstrBlock:
+        """One interpreted invocation's bytecodes (body and inner loop), dispatch included."""
+        prog = self.program(name, size)
+        pos, offs, back, _ = self._positions(prog, bytecodes, units, per_unit)
+        e = _Emitter(self.isa, self.isize)
+        isz = self.isize
+        table = RUNTIME_DATA
+        for k in range(len(pos)):
+            p = int(pos[k])
+            c, v = int(prog.cls[p]), int(prog.variant[p])
+            handler = INTERP_TEXT + HANDLER_SLOT * (1 + c * VARIANTS + v)
+            dpc = INTERP_TEXT if self.dispatch == "switch" else (
+                INTERP_TEXT + HANDLER_SLOT * (1 + int(prog.cls[int(pos[k - 1])]) * VARIANTS
+                                              + int(prog.variant[int(pos[k - 1])])) + 64 if k else INTERP_TEXT)
+            for j, (op, what) in enumerate(DISPATCH):
+                if op == OP_JUMP:
+                    e.emit(dpc + j * isz, OP_JUMP, 0, 1, handler)
+                elif what == "t":
+                    e.emit(dpc + j * isz, op, table + (c * VARIANTS + v) * 8)
+                else:
+                    e.emit(dpc + j * isz, op, self._addr(what, name, p, 0, depth, obj))
+            hops = HANDLERS[c]
+            for j, (op, what) in enumerate(hops):
+                pc = handler + j * isz
+                if op == OP_BRANCH:
+                    t = int(prog.taken[p] or back[k])
+                    e.emit(pc, OP_BRANCH, 0, t, pc + 2 * isz if t else 0)
+                else:
+                    e.emit(pc, op, self._addr(what, name, p, int(offs[k]), depth, obj))
+            if self.dispatch == "switch":                  # back to the dispatch loop
+                pc = handler + len(hops) * isz
+                e.emit(pc, OP_JUMP, 0, 1, INTERP_TEXT)
+        return e.block()
