@@ -1,16 +1,19 @@
-"""The interpreted Java method built the plain way (one instruction after another, as its first version
-did): the reference that :meth:`simulator.jvm.code.JvmCode.interpreted`, which builds the block a column
-of its opcode-class table at a time, is tested against."""
+"""Interpreted and compiled Java methods built the plain way (one instruction after another, as their first
+version did): the reference that :meth:`simulator.jvm.code.JvmCode.interpreted` and ``compiled``, which
+build the block a column of an opcode-class table at a time, are tested against."""
 
 from __future__ import annotations
 
-from whatif.simulator.isa import OP_BRANCH, OP_JUMP, InstrBlock
-from whatif.simulator.jvm.code import (DISPATCH, HANDLER_SLOT, HANDLERS, INTERP_TEXT, RUNTIME_DATA, USER_DATA,
-                                       VARIANTS, JvmCode, _Emitter)
+import math
+
+from whatif.simulator.isa import OP_BRANCH, OP_JUMP, OP_LOAD, OP_STORE, InstrBlock
+from whatif.simulator.jvm.code import (COMPILED, DISPATCH, HANDLER_SLOT, HANDLERS, INTERP_TEXT, RUNTIME_DATA,
+                                       USER_DATA, VARIANTS, JvmCode, _Emitter)
 
 
 class ReferenceJvmCode(JvmCode):
-    """JvmCode with the interpreted invocation of its first version."""
+    """JvmCode with the interpreted and compiled invocations of its first version."""
+
     def interpreted(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
                     depth: int = 0, obj: int = USER_DATA) -> InstrBlock:
         """One interpreted invocation's bytecodes (body and inner loop), dispatch included."""
@@ -44,4 +47,43 @@ class ReferenceJvmCode(JvmCode):
             if self.dispatch == "switch":                  # back to the dispatch loop
                 pc = handler + len(hops) * isz
                 e.emit(pc, OP_JUMP, 0, 1, INTERP_TEXT)
+        return e.block()
+
+    def compiled(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
+                 depth: int = 0, obj: int = USER_DATA) -> InstrBlock:
+        """One compiled invocation: per bytecode its native instructions, spills up to ``code_expansion``."""
+        prog = self.program(name, size)
+        pos, offs, back, start = self._positions(prog, bytecodes, units, per_unit)
+        base = self.code_at(name, size)
+        per = self.code_expansion
+        isz = self.isize
+        e = _Emitter(self.isa, self.isize)
+        slot = max(1, int(math.ceil(per)) + 3)             # native bytes of one bytecode: slot instructions
+        loop_pc = base + start * slot * isz // 2
+        debt = 0.0
+        for k in range(len(pos)):
+            p = int(pos[k])
+            pc0 = base + p * slot * isz // 2               # code of bytecode p (compiled code is denser)
+            ops = COMPILED[int(prog.cls[p])]
+            debt += per - len(ops)
+            spills = int(debt) if debt >= 1 else 0
+            debt -= spills
+            j = 0
+            for s in range(spills):                        # locals in memory: loads, every third a store
+                e.emit(pc0 + j * isz, OP_STORE if s % 3 == 2 else OP_LOAD,
+                       self._addr("f", name, p + s, 0, depth, obj))
+                j += 1
+            for op, what in ops:
+                pc = pc0 + j * isz
+                if op == OP_BRANCH:
+                    if back[k]:
+                        e.emit(pc, OP_BRANCH, 0, 1, loop_pc)
+                    else:
+                        t = int(prog.taken[p])
+                        e.emit(pc, OP_BRANCH, 0, t, pc + 2 * isz if t else 0)
+                else:
+                    e.emit(pc, op, self._addr(what, name, p, int(offs[k]), depth, obj))
+                j += 1
+            if back[k] and not (ops and ops[-1][0] == OP_BRANCH):
+                e.emit(pc0 + j * isz, OP_BRANCH, 0, 1, loop_pc)
         return e.block()

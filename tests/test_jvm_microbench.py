@@ -142,18 +142,22 @@ def test_switch_and_threaded_dispatch():
 
 @settings(max_examples=60, deadline=None)
 @given(isa=st.sampled_from(["x86_64", "powerpc32", "z/Architecture"]), dispatch=st.sampled_from(["switch", "threaded"]),
+       expansion=st.sampled_from([0.5, 1.0, 1.5, 2.0, 2.5, 3.7]),
        calls=st.lists(st.tuples(st.sampled_from(["a.m", "b.n", "java.util.Hashtable.get"]), st.integers(1, 300),
                                 st.integers(0, 700), st.integers(0, 2000), st.floats(0.0, 8.0), st.integers(0, 9),
-                                st.integers(0, 1 << 31)), min_size=1, max_size=4))
-def test_interpreted_blocks_equal_the_instruction_by_instruction_reference(isa, dispatch, calls):
-    """The column-built interpreted invocation is the reference's, instruction for instruction, for any
-    method, size, bytecode count, units (the inner loop over the buffer), depth and object, in any order of
-    calls on one JvmCode (a method is indexed when it first executes: bytecode array and buffer)."""
-    fast, ref = JvmCode(isa_for(isa), dispatch), ReferenceJvmCode(isa_for(isa), dispatch)
-    for name, size, bytecodes, units, per_unit, depth, obj in calls:
-        assert_same_block(fast.interpreted(name, size, bytecodes, units, per_unit, depth, obj),
-                          ref.interpreted(name, size, bytecodes, units, per_unit, depth, obj))
-    assert fast._index == ref._index
+                                st.integers(0, 1 << 31), st.booleans()), min_size=1, max_size=4))
+def test_method_blocks_equal_the_instruction_by_instruction_reference(isa, dispatch, expansion, calls):
+    """The column-built interpreted and compiled invocations are the reference's, instruction for
+    instruction, for any method, size, bytecode count, units (the inner loop over the buffer), depth, object
+    and JIT expansion, in any order of calls on one JvmCode (a method gets its bytecode index when it first
+    executes or walks its buffer, and its code-cache address when first compiled)."""
+    fast = JvmCode(isa_for(isa), dispatch, code_expansion=expansion)
+    ref = ReferenceJvmCode(isa_for(isa), dispatch, code_expansion=expansion)
+    for name, size, bytecodes, units, per_unit, depth, obj, compiled in calls:
+        kind = "compiled" if compiled else "interpreted"
+        assert_same_block(getattr(fast, kind)(name, size, bytecodes, units, per_unit, depth, obj),
+                          getattr(ref, kind)(name, size, bytecodes, units, per_unit, depth, obj))
+    assert fast._index == ref._index and fast._code_at == ref._code_at
 
 
 def test_compiled_code_has_the_jits_expansion():

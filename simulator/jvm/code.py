@@ -140,6 +140,14 @@ def finish(b: InstrBlock, isa: IsaSpec, isize: int, msize: int = 4) -> InstrBloc
     return b
 
 
+def _block(isa: IsaSpec, isize: int, used: np.ndarray, op: np.ndarray, cols: dict[str, np.ndarray]) -> InstrBlock:
+    """The block of a table's used cells in row order (a row per bytecode, its instructions' columns)."""
+    b = InstrBlock.empty(int(used.sum()))
+    b.pc[:], b.op[:], b.mem_addr[:] = cols["pc"][used], op[used], cols["addr"][used]
+    b.taken[:], b.target[:] = cols["taken"][used], cols["target"][used]
+    return finish(b, isa, isize)
+
+
 class JvmCode:
     """Blocks of one JVM's code on one ISA."""
 
@@ -272,49 +280,70 @@ class JvmCode:
                 used[rows, -1], op[rows, -1] = True, OP_JUMP
                 cols["pc"][rows, -1] = handler[rows] + np.uint64(len(hops)) * isz
                 cols["taken"][rows, -1], cols["target"][rows, -1] = 1, INTERP_TEXT
-        b = InstrBlock.empty(int(used.sum()))
-        b.pc[:], b.op[:], b.mem_addr[:] = cols["pc"][used], op[used], cols["addr"][used]
-        b.taken[:], b.target[:] = cols["taken"][used], cols["target"][used]
-        return finish(b, self.isa, self.isize)
+        return _block(self.isa, self.isize, used, op, cols)
 
     def compiled(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
                  depth: int = 0, obj: int = USER_DATA) -> InstrBlock:
-        """One compiled invocation: per bytecode its native instructions, spills up to ``code_expansion``."""
+        """One compiled invocation: per bytecode its native instructions, spills up to ``code_expansion``.
+
+        Built like :meth:`interpreted`: row k of a table holds bytecode k's spills, its opcode's native
+        instructions and the loop's back-edge branch (``tests/jvmref.py`` keeps the original)."""
         prog = self.program(name, size)
         pos, offs, back, start = self._positions(prog, bytecodes, units, per_unit)
         base = self.code_at(name, size)
         per = self.code_expansion
-        isz = self.isize
-        e = _Emitter(self.isa, self.isize)
+        isz = np.uint64(self.isize)
         slot = max(1, int(math.ceil(per)) + 3)             # native bytes of one bytecode: slot instructions
-        loop_pc = base + start * slot * isz // 2
+        loop_pc = np.uint64(base + start * slot * self.isize // 2)
+        cls = prog.cls[pos]
+        n_ops = np.array([len(COMPILED[c]) for c in range(len(COMPILED))])[cls]
+        spills = np.empty(len(pos), np.int64)
         debt = 0.0
-        for k in range(len(pos)):
-            p = int(pos[k])
-            pc0 = base + p * slot * isz // 2               # code of bytecode p (compiled code is denser)
-            ops = COMPILED[int(prog.cls[p])]
-            debt += per - len(ops)
-            spills = int(debt) if debt >= 1 else 0
-            debt -= spills
-            j = 0
-            for s in range(spills):                        # locals in memory: loads, every third a store
-                e.emit(pc0 + j * isz, OP_STORE if s % 3 == 2 else OP_LOAD,
-                       self._addr("f", name, p + s, 0, depth, obj))
-                j += 1
-            for op, what in ops:
-                pc = pc0 + j * isz
-                if op == OP_BRANCH:
-                    if back[k]:
-                        e.emit(pc, OP_BRANCH, 0, 1, loop_pc)
-                    else:
-                        t = int(prog.taken[p])
-                        e.emit(pc, OP_BRANCH, 0, t, pc + 2 * isz if t else 0)
+        for k, m in enumerate(n_ops.tolist()):             # locals in memory: the JIT's expansion, carried
+            debt += per - m
+            spilled = int(debt) if debt >= 1 else 0
+            debt -= spilled
+            spills[k] = spilled
+        p = pos.astype(np.uint64)
+        pc0 = np.uint64(base) + p * np.uint64(slot) * isz // np.uint64(2)   # (compiled code is denser)
+        ends_in_branch = np.array([bool(COMPILED[c]) and COMPILED[c][-1][0] == OP_BRANCH for c in range(len(COMPILED))])
+        closing = back & ~ends_in_branch[cls]              # the loop's back-edge after a non-branch
+        if not (spills.sum() + n_ops.sum() + closing.sum()):
+            return InstrBlock.empty(0)
+        s_max, o_max = int(spills.max()), max(len(ops) for ops in COMPILED.values())
+        width = s_max + o_max + 1
+        cols = {k: np.zeros((len(pos), width), np.uint64) for k in ("pc", "addr", "taken", "target")}
+        op = np.zeros((len(pos), width), np.uint8)
+        used = np.zeros((len(pos), width), bool)
+        frame = np.uint64(FRAMES + depth * FRAME_BYTES)
+        for j in range(s_max):                             # spills: loads, every third a store
+            used[:, j] = spills > j
+            op[:, j] = OP_STORE if j % 3 == 2 else OP_LOAD
+            cols["pc"][:, j] = pc0 + np.uint64(j) * isz
+            cols["addr"][:, j] = frame + ((p + np.uint64(j)) * np.uint64(4)) % np.uint64(FRAME_BYTES)
+        first = pc0 + spills.astype(np.uint64) * isz       # the opcode's first native instruction
+        operand = {"h": np.uint64(obj) + (p * np.uint64(8)) % np.uint64(64), "": np.zeros(len(pos), np.uint64)}
+        if any(what == "d" for c in np.unique(cls) for _, what in COMPILED[int(c)]):
+            operand["d"] = np.uint64(self.buffer(name)) + offs.astype(np.uint64)
+        for c, ops in COMPILED.items():
+            rows = np.flatnonzero(cls == c)
+            if not len(rows):
+                continue
+            for j, (o, what) in enumerate(ops):
+                col = s_max + j
+                pc = first[rows] + np.uint64(j) * isz
+                used[rows, col], op[rows, col], cols["pc"][rows, col] = True, o, pc
+                if o == OP_BRANCH:
+                    t = np.where(back[rows], np.uint64(1), prog.taken[pos[rows]].astype(np.uint64))
+                    cols["taken"][rows, col] = t
+                    cols["target"][rows, col] = np.where(back[rows], loop_pc,
+                                                         np.where(t != 0, pc + np.uint64(2) * isz, np.uint64(0)))
                 else:
-                    e.emit(pc, op, self._addr(what, name, p, int(offs[k]), depth, obj))
-                j += 1
-            if back[k] and not (ops and ops[-1][0] == OP_BRANCH):
-                e.emit(pc0 + j * isz, OP_BRANCH, 0, 1, loop_pc)
-        return e.block()
+                    cols["addr"][rows, col] = operand[what][rows]
+        used[:, -1], op[:, -1] = closing, OP_BRANCH
+        cols["pc"][:, -1] = first + n_ops.astype(np.uint64) * isz
+        cols["taken"][:, -1], cols["target"][:, -1] = 1, loop_pc
+        return _block(self.isa, self.isize, used, op, cols)
 
     # ---- native code --------------------------------------------------------------------------------
     def native(self, slot: int, instructions: int, data: int, data_kb: float, salt: int = 0,
