@@ -7,12 +7,23 @@ from __future__ import annotations
 import math
 
 from whatif.simulator.isa import OP_BRANCH, OP_JUMP, OP_LOAD, OP_STORE, InstrBlock
-from whatif.simulator.jvm.code import (COMPILED, DISPATCH, HANDLER_SLOT, HANDLERS, INTERP_TEXT, RUNTIME_DATA,
-                                       USER_DATA, VARIANTS, JvmCode, _Emitter)
+from whatif.simulator.jvm.code import (COMPILED, DISPATCH, FRAME_BYTES, FRAMES, HANDLER_SLOT, HANDLERS,
+                                       INTERP_TEXT, RUNTIME_DATA, USER_DATA, VARIANTS, JvmCode, _Emitter)
 
 
 class ReferenceJvmCode(JvmCode):
     """JvmCode with the interpreted and compiled invocations of its first version."""
+
+    def _addr(self, what: str, name: str, pos: int, off: int, depth: int, obj: int) -> int:
+        if what == "f":
+            return FRAMES + depth * FRAME_BYTES + (pos * 4) % FRAME_BYTES
+        if what == "h":
+            return obj + (pos * 8) % 64
+        if what == "d":
+            return self.buffer(name) + off
+        if what == "b":
+            return self.bytecode_at(name) + pos
+        return 0
 
     def interpreted(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
                     depth: int = 0, obj: int = USER_DATA) -> InstrBlock:

@@ -215,17 +215,6 @@ class JvmCode:
         return (np.concatenate([body, loop]), np.concatenate([np.zeros(len(body), np.int64), offs]),
                 np.concatenate([np.zeros(len(body), bool), last]), start)
 
-    def _addr(self, what: str, name: str, pos: int, off: int, depth: int, obj: int) -> int:
-        if what == "f":
-            return FRAMES + depth * FRAME_BYTES + (pos * 4) % FRAME_BYTES
-        if what == "h":
-            return obj + (pos * 8) % 64
-        if what == "d":
-            return self.buffer(name) + off
-        if what == "b":
-            return self.bytecode_at(name) + pos
-        return 0
-
     def interpreted(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
                     depth: int = 0, obj: int = USER_DATA) -> InstrBlock:
         """One interpreted invocation's bytecodes (body and inner loop), dispatch included.
