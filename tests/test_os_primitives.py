@@ -92,6 +92,27 @@ def test_blocks_equal_the_part_by_part_reference(isa, what_if, name, size, src, 
                       ref.user_block(3, src % 5000, 1 + size % 5000, 0.5 + dst % 64))
 
 
+@settings(max_examples=40, deadline=None)
+@given(platform=st.sampled_from(["mpc7447a", "z10", "nehalem"]),
+       calls=st.lists(st.tuples(st.sampled_from(sorted(SEED_PRIMITIVES)), st.sampled_from([0, 1, 100, 4096, 70_000]),
+                                st.integers(0, 1 << 40), st.one_of(st.just(0), st.integers(1, 1 << 40))),
+                      min_size=1, max_size=8))
+def test_a_kernels_blocks_are_the_codes_blocks_moved_to_each_calls_buffers(platform, calls):
+    """The kernel moves a (primitive, size)'s layout to each call's source and destination once the size
+    recurs: every block is OsCode.block's for that call, field for field, with the same refusal for a call
+    without instructions (each call twice, at other buffers too, so that layouts are made and used)."""
+    p = load_platform(platform)
+    kernel, code = Kernel(p), OsCode(isa_for(p.isa))
+    for name, size, src, dst in calls + [(n, s, src + 4160, dst and dst + 12_352) for n, s, src, dst in calls]:
+        try:
+            expected = code.block(name, size, src, dst)
+        except SimulatorInputError as exc:
+            with pytest.raises(SimulatorInputError, match=f"^{re.escape(str(exc))}$"):
+                kernel.block(name, size, src, dst)
+        else:
+            assert_same_block(kernel.block(name, size, src, dst), expected)
+
+
 def test_unknown_primitive_is_named():
     with pytest.raises(SimulatorInputError, match="unknown primitive 'fork'; known: other"):
         OsCode(isa_for("x86_64")).block("fork")

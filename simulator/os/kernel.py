@@ -11,13 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from whatif.simulator.core import Core
-from whatif.simulator.isa import InstrBlock, isa_for
+from whatif.simulator.isa import FIELDS, InstrBlock, isa_for
 from whatif.simulator.lru import LruCache
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.os.primitives import OsCode
 from whatif.simulator.platform import Platform
 
 BLOCK_CACHE = 256          # instruction blocks kept (a call with the same size and buffers reuses its block)
+LAYOUTS = 64               # (primitive, size) layouts kept, moved to each call's buffers
+SIGHTINGS = 4096           # (primitive, size) pairs remembered: a layout is made when one recurs
+PROBE_SRC, PROBE_DST = (1 << 40) + 4099, (1 << 42) + 8209   # buffers that tell the two kinds of address apart
 
 
 class Kernel:
@@ -27,6 +30,8 @@ class Kernel:
         self.code = code if code is not None else OsCode(isa_for(platform.isa))
         self.clock_hz = platform.clock_ghz * 1e9
         self._blocks: LruCache[InstrBlock] = LruCache(BLOCK_CACHE)
+        self._layouts: LruCache[tuple] = LruCache(LAYOUTS)
+        self._sighted: LruCache[bool] = LruCache(SIGHTINGS)
         self.trace: list[tuple] | None = None    # when a list: every call and user burst appended in order
         self.calls: dict[str, int] = {}
         self.cycles_by_primitive: dict[str, int] = {}
@@ -39,7 +44,48 @@ class Kernel:
         return self._blocks.get(key, build)
 
     def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
-        return self._cached((name, int(size), int(src), int(dst)), lambda: self.code.block(name, size, src, dst))
+        """The call's block, ``OsCode.block(name, size, src, dst)``: reused when the same call recurs, else
+        moved from its (primitive, size) layout once that size has recurred (a file read at the next file
+        position is a new call of the same size)."""
+        size, src, dst = int(size), int(src), int(dst)
+        return self._cached((name, size, src, dst), lambda: self._moved(name, size, src, dst))
+
+    def _moved(self, name: str, size: int, src: int, dst: int) -> InstrBlock:
+        """A call's addresses are its layout's plus ``src`` where they walk the source and ``dst`` where they
+        walk the destination (copy loops step through both, per-page work starts at the destination); the
+        moved block shares every array but the addresses with the layout.  A (primitive, size) seen for
+        the first time is built directly: a layout costs two or three blocks."""
+        key = (name, size, dst == 0)
+        recurred = key in self._sighted
+        self._sighted.get(key, lambda: True)
+        layout = self._layouts.get(key, lambda: self._layout(*key)) if recurred else ()
+        if not layout:
+            return self.code.block(name, size, src, dst)
+        blk, from_src, from_dst = layout
+        addr = blk.mem_addr + from_src * np.uint64(src) + from_dst * np.uint64(dst)
+        return InstrBlock(**({f: getattr(blk, f) for f, _ in FIELDS} | {"mem_addr": addr}))
+
+    def _layout(self, name: str, size: int, no_dst: bool) -> tuple:
+        """(the block at source and destination 0, the addresses that follow the source, those that follow
+        the destination) of a (primitive, size), from its blocks at the probe buffers: each address must
+        move with exactly one buffer or with none, and nothing else change; else () (built call by call).
+        Without a destination, per-page work starts at a kernel buffer: only the source moves."""
+        d0 = 0 if no_dst else PROBE_DST
+        ref = self.code.block(name, size, 0, d0)
+        moved = {"src": self.code.block(name, size, PROBE_SRC, d0)}
+        if not no_dst:
+            moved["dst"] = self.code.block(name, size, 0, 2 * PROBE_DST)
+        masks = {"src": np.zeros(len(ref), np.uint64), "dst": np.zeros(len(ref), np.uint64)}
+        for which, b in moved.items():
+            if any(not np.array_equal(getattr(b, f), getattr(ref, f)) for f, _ in FIELDS if f != "mem_addr"):
+                return ()
+            step = np.uint64(PROBE_SRC if which == "src" else PROBE_DST)
+            diff = b.mem_addr - ref.mem_addr
+            if not ((diff == 0) | (diff == step)).all():
+                return ()
+            masks[which] = (diff == step).astype(np.uint64)
+        zero = ref.mem_addr - masks["dst"] * np.uint64(d0)
+        return InstrBlock(**({f: getattr(ref, f) for f, _ in FIELDS} | {"mem_addr": zero})), masks["src"], masks["dst"]
 
     def call(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> int:
         """Run one call; returns its cycles."""
