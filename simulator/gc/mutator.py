@@ -31,11 +31,13 @@ def allocation_stores(addr: np.ndarray, nbytes: np.ndarray, stride: int = STORE_
     return addrs, np.full(total, STORE_BYTES, np.uint16), np.full(total, K_STORE, np.uint8)
 
 
-def touch(memory, addr: np.ndarray, nbytes: np.ndarray) -> int:
-    """Run the initialising stores of the given objects through ``memory`` (a MemoryHierarchy)."""
+def touch(memory, addr: np.ndarray, nbytes: np.ndarray, kind: int = K_STORE) -> int:
+    """Run the initialising stores of the given objects through ``memory`` (a MemoryHierarchy); with
+    ``kind=K_LOAD`` the same accesses as loads."""
     if len(addr) == 0:
         return 0
     a, s, k = allocation_stores(addr, nbytes)
+    k[:] = kind
     memory.run(a, s, k)
     return len(a)
 
@@ -49,8 +51,5 @@ def flush(memory, platform, dirty: bool = True) -> int:
     ``dirty=False`` streams loads instead: the same lines, clean, so a collection that evicts them writes
     nothing back (the two differ by the writebacks alone)."""
     largest = max(int(c.size_kb * 1024) for c in platform.caches.values())
-    a, s, k = allocation_stores(np.array([SCRATCH_BASE - HEAP_BASE], np.int64), np.array([2 * largest], np.int64))
-    if not dirty:
-        k[:] = K_LOAD
-    memory.run(a, s, k)
-    return len(a)
+    return touch(memory, np.array([SCRATCH_BASE - HEAP_BASE], np.int64), np.array([2 * largest], np.int64),
+                 K_STORE if dirty else K_LOAD)

@@ -215,6 +215,21 @@ class JvmCode:
         return (np.concatenate([body, loop]), np.concatenate([np.zeros(len(body), np.int64), offs]),
                 np.concatenate([np.zeros(len(body), bool), last]), start)
 
+    @staticmethod
+    def _frame_slots(p: np.ndarray, depth: int) -> np.ndarray:
+        """The frame slots (locals, operand stack) that program positions ``p`` address at call ``depth``."""
+        return np.uint64(FRAMES + depth * FRAME_BYTES) + (p * np.uint64(4)) % np.uint64(FRAME_BYTES)
+
+    def _operands(self, name: str, p: np.ndarray, offs: np.ndarray, depth: int, obj: int, buffer: bool) -> dict:
+        """Per executed bytecode (program positions ``p``), the address of each operand kind of
+        :data:`HANDLERS` and :data:`COMPILED`: frame slot, the object's field, the element of the method's
+        buffer (only with ``buffer``: asking for the buffer gives the method its index), none."""
+        operand = {"f": self._frame_slots(p, depth), "h": np.uint64(obj) + (p * np.uint64(8)) % np.uint64(64),
+                   "": np.zeros(len(p), np.uint64)}
+        if buffer:
+            operand["d"] = np.uint64(self.buffer(name)) + offs.astype(np.uint64)
+        return operand
+
     def interpreted(self, name: str, size: int, bytecodes: int, units: int = 0, per_unit: float = 0.0,
                     depth: int = 0, obj: int = USER_DATA) -> InstrBlock:
         """One interpreted invocation's bytecodes (body and inner loop), dispatch included.
@@ -235,10 +250,7 @@ class JvmCode:
         if self.dispatch != "switch":                  # threaded: the previous handler's own dispatch
             dpc[1:] = handler[:-1] + np.uint64(64)
         p = pos.astype(np.uint64)
-        operand = {"f": np.uint64(FRAMES + depth * FRAME_BYTES) + (p * np.uint64(4)) % np.uint64(FRAME_BYTES),
-                   "h": np.uint64(obj) + (p * np.uint64(8)) % np.uint64(64),
-                   "d": np.uint64(self.buffer(name)) + offs.astype(np.uint64),
-                   "": np.zeros(n, np.uint64)}
+        operand = self._operands(name, p, offs, depth, obj, buffer=True)
         width = len(DISPATCH) + max(len(h) for h in HANDLERS.values()) + 1
         cols = {k: np.zeros((n, width), np.uint64) for k in ("pc", "addr", "taken", "target")}
         op = np.zeros((n, width), np.uint8)
@@ -304,16 +316,14 @@ class JvmCode:
         cols = {k: np.zeros((len(pos), width), np.uint64) for k in ("pc", "addr", "taken", "target")}
         op = np.zeros((len(pos), width), np.uint8)
         used = np.zeros((len(pos), width), bool)
-        frame = np.uint64(FRAMES + depth * FRAME_BYTES)
         for j in range(s_max):                             # spills: loads, every third a store
             used[:, j] = spills > j
             op[:, j] = OP_STORE if j % 3 == 2 else OP_LOAD
             cols["pc"][:, j] = pc0 + np.uint64(j) * isz
-            cols["addr"][:, j] = frame + ((p + np.uint64(j)) * np.uint64(4)) % np.uint64(FRAME_BYTES)
+            cols["addr"][:, j] = self._frame_slots(p + np.uint64(j), depth)
         first = pc0 + spills.astype(np.uint64) * isz       # the opcode's first native instruction
-        operand = {"h": np.uint64(obj) + (p * np.uint64(8)) % np.uint64(64), "": np.zeros(len(pos), np.uint64)}
-        if any(what == "d" for c in np.unique(cls) for _, what in COMPILED[int(c)]):
-            operand["d"] = np.uint64(self.buffer(name)) + offs.astype(np.uint64)
+        operand = self._operands(name, p, offs, depth, obj,
+                                 buffer=any(what == "d" for c in np.unique(cls) for _, what in COMPILED[int(c)]))
         for c, ops in COMPILED.items():
             rows = np.flatnonzero(cls == c)
             if not len(rows):
