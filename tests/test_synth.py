@@ -336,3 +336,19 @@ def test_addresses_stay_in_their_regions(run, kind):
         a = block.mem_addr[sel]
         assert len(a) > 0
         assert (a >= st.base[j]).all() and (a + block.mem_size[sel] <= st.base[j] + np.uint64(st.size[j])).all()
+
+
+def test_block_lengths_absorb_a_residual_that_only_a_negligible_block_is_left_for():
+    """The rounding correction divides the residual by a block's weight; a block of negligible weight
+    (hypothesis found one) must take the longest step it can, without a floating-point overflow."""
+    import types
+    import warnings
+
+    from whatif.simulator.synth.assign import MAX_BLOCK, block_lengths
+    from whatif.simulator.synth.structure import T_IF
+    pc = types.SimpleNamespace(params=types.SimpleNamespace(mix=types.SimpleNamespace(branch=0.001)),
+                               b_term=np.array([T_IF, T_IF]), b_func=np.array([1, 1]), driver=0, n_blocks=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ell = block_lengths(pc, np.array([1.0, 1e-310]), np.random.default_rng(0))
+    assert ell.tolist() == [MAX_BLOCK, MAX_BLOCK]          # 1000 instructions per branch asked, 400 the most

@@ -56,7 +56,10 @@ def block_lengths(pc: PhaseCode, w: np.ndarray, rng: np.random.Generator) -> np.
             if w[i] <= 0:
                 break
             continue
-        delta = int(np.clip(np.rint(resid / w[i]), max(1, t[i]) - ell[i], MAX_BLOCK - ell[i]))
+        lo_d, hi_d = max(1, t[i]) - ell[i], MAX_BLOCK - ell[i]
+        # (the residual is clipped to what the block can absorb before the division: resid / w overflows
+        # for a block of negligible weight)
+        delta = int(np.clip(np.rint(np.clip(resid, lo_d * w[i], hi_d * w[i]) / w[i]), lo_d, hi_d))
         ell[i] += delta
         resid -= delta * w[i]
     return ell
