@@ -21,7 +21,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "webserver-capacit
 def reduced() -> str:
     """The shipped scenario on LAN-speed clients (so tens of connections saturate the server instead of
     hundreds), two loads, a short window, two of its what-ifs."""
-    text = with_keys(SHIPPED.read_text(), {"clients": "[4, 40]", "requests": "400", "p95_objective_s": "0.1",
+    text = with_keys(SHIPPED.read_text(), {"clients": "[4, 40]", "requests": "400", "p95_objective_s": "0.15",
                                            "objective_clients": "40", "worker_counts": "[4, 40]"})
     text = text.replace("[capacity]\n", "[capacity]\nline_kbit_s = [8000, 10000]\n")
     head, *what_ifs = text.split("[[capacity.what_if]]")
@@ -65,11 +65,19 @@ def test_what_ifs_side_by_side(study):
     # FastCGI: no fork+exec per dynamic request, far less CPU per request, more capacity
     assert rows["fastcgi"]["demand_us"] < 0.6 * rows["(baseline)"]["demand_us"]
     assert rows["fastcgi"]["capacity_change_pct"] > 50
+    # measured again on the requests both runs served at the load both saturate (the same files, CGI ones
+    # FastCGI in the what-if): the paired change agrees with the whole-window one and carries its interval
+    fast = rows["fastcgi"]
+    assert fast["paired_requests"] >= 200
+    assert fast["ci95_low_pct"] < fast["capacity_change_paired_pct"] < fast["ci95_high_pct"]
+    assert fast["capacity_change_paired_pct"] == pytest.approx(fast["capacity_change_pct"], rel=0.15)
+    assert rows["(baseline)"]["capacity_change_paired_pct"] is None and rows["(baseline)"]["paired_requests"] == 0
     # another platform: Harpertown does not saturate at 40 clients; its capacity is its bound 1/D
     harp = doc["runs"]["baseline / harpertown"]
     assert harp["saturated_loads"] == [] and harp["saturation_throughput"] is None
     assert rows["harpertown"]["capacity_change_pct"] == pytest.approx(
         100 * (rows["harpertown"]["bound_throughput"] / rows["(baseline)"]["saturation_throughput"] - 1))
+    assert rows["harpertown"]["capacity_change_paired_pct"] is None      # no load saturates both
     assert rows["harpertown"]["capacity_change_pct"] > 200
 
 
@@ -77,7 +85,10 @@ def test_the_worker_pool_is_sized_for_the_objective(study):
     done, doc = study
     base = doc["runs"]["baseline"]
     sizing = {s["workers"]: s["latency_p95"] for s in base["sizing"]}
-    assert sizing[4] > 0.1 >= sizing[40]                 # 4 workers for 40 connections: the listen queue
+    # 4 workers for 40 connections: the listen queue.  (40 workers' p95 of 400 requests moves with the file
+    # draw: 0.102 s with the clients' own streams, under 0.1 s with the server-wide one before; the reduced
+    # objective is 0.15 s, clear of both sides.)
+    assert sizing[4] > 2 * 0.15 and sizing[40] <= 0.15
     assert base["workers_needed"] == 40
 
 

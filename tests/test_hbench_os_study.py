@@ -44,6 +44,15 @@ def test_predicted_and_simulated_speeds(study):
     assert p[neh]["simulated_speed"] == pytest.approx(p[neh]["simulated_throughput"] / p[ref]["simulated_throughput"])
     assert doc["ranking"]["predicted"] == doc["ranking"]["simulated"] == [neh, ref]
     assert doc["ranking"]["pairs_agree"] == doc["ranking"]["pairs"] == 1
+    # the pair compared on the requests both runs served: Nehalem is ~15x the 7447A, far outside sampling
+    assert doc["ranking"]["pairs_resolved"] == doc["ranking"]["pairs_agree_resolved"] == 1
+    assert doc["ranking"]["unresolved"] == []
+    (pair,) = pd.read_parquet(done.out_dir / "pairs.parquet").to_dict(orient="records")
+    assert (pair["platform_a"], pair["platform_b"]) == (ref, neh) and pair["resolved"]
+    assert pair["shared_requests"] >= 100       # of 300: the same client's same request in both windows
+    assert pair["paired_ci95_low"] < pair["paired_speed_b_over_a"] < pair["paired_ci95_high"]
+    assert pair["paired_speed_b_over_a"] == pytest.approx(pair["simulated_speed_b_over_a"], rel=0.1)
+    assert pair["predicted_speed_b_over_a"] == pytest.approx(p[neh]["predicted_speed"])
     # saturated: the server's throughput is its CPU time per request
     for v in p.values():
         assert v["cpu_utilisation"] > 0.95
@@ -93,7 +102,8 @@ def test_the_hybrid_adds_the_traces_lines_level_by_level_at_their_prices(study):
         assert v["hybrid_speed"] == pytest.approx(doc["platforms"]["baseline@mpc7447a"]["hybrid_us"] / v["hybrid_us"])
     ref = doc["platforms"]["baseline@mpc7447a"]
     assert ref["predicted_us"] < ref["hybrid_us"] <= 1.5 * ref["kernel_us_in_server"]
-    assert set(doc["ranking_hybrid"]) == {"predicted", "pairs_agree", "pairs", "kendall_tau"}
+    assert set(doc["ranking_hybrid"]) == {"predicted", "pairs_agree", "pairs", "kendall_tau", "pairs_resolved",
+                                          "pairs_agree_resolved", "unresolved"}
 
 
 def test_cgi_to_fastcgi_speedups(study):
@@ -101,6 +111,17 @@ def test_cgi_to_fastcgi_speedups(study):
     (row,) = doc["speedups"]
     assert row["platform"] == "baseline@nehalem" and row["dynamic"] == 0.3
     assert row["simulated"] > 1.5                       # no fork+exec per dynamic request
+    # the same requests in both mixes (each CGI one a FastCGI one in the other): the paired interval is
+    # narrower than the two runs' samples taken as independent would give
+    assert row["simulated_ci95_low"] < row["simulated_paired"] < row["simulated_ci95_high"]
+    req = pd.read_parquet(done.out_dir / "requests.parquet")
+    cpu = {m: req[(req.platform == "baseline@nehalem") & (req.mix == m)]["cpu_seconds"]
+           for m in ("static70+cgi30", "static70+fastcgi30")}
+    x, y = cpu["static70+cgi30"], cpu["static70+fastcgi30"]
+    independent_se = (x.mean() / y.mean()) * (x.var() / x.mean() ** 2 / len(x) + y.var() / y.mean() ** 2 / len(y)) ** 0.5
+    paired_se = (row["simulated_ci95_high"] - row["simulated_ci95_low"]) / (2 * 1.96)
+    assert paired_se < 0.8 * independent_se
+    assert row["simulated_paired"] == pytest.approx(row["simulated"], rel=0.15)
     assert row["r"] == pytest.approx(row["s1_us"] / row["s2_us"])
     assert row["r_prime_0.18"] == pytest.approx(speedup(row["s1_us"], row["s2_us"], 0.18))
     assert row["r"] > row["r_prime_0.11"] > row["r_prime_0.18"] > 1

@@ -3,12 +3,13 @@ model; log-then-assert tests of the timelines, the truss against seed 003's tabl
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from whatif.models.hbench.vector_files import read_vectors, seed_vectors
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.os.webserver import cache_simulation, load_webserver, run_server
+from whatif.simulator.os.webserver import cache_simulation, load_webserver, paired_speed, run_server
 from whatif.simulator.platform import load_platform
 
 FAST = load_webserver().model_copy(update={"clients": load_webserver().clients.model_copy(
@@ -38,9 +39,12 @@ def test_the_timeline_log(static_run):
 def test_requests_table_is_contract_6(static_run):
     run, _ = static_run
     r = run.requests
-    assert list(r.columns) == ["client", "worker", "type", "bytes", "new_connection", "arrival", "connected",
-                               "start", "served", "end", "cpu_seconds", "kernel_seconds", "primitives"]
+    assert list(r.columns) == ["client", "seq", "worker", "type", "bytes", "new_connection", "arrival",
+                               "connected", "start", "served", "end", "cpu_seconds", "kernel_seconds", "primitives"]
     assert len(r) == 600
+    assert not r.duplicated(["client", "seq"]).any()
+    for _, g in r.groupby("client"):                  # a client's requests are numbered in the order it asked
+        assert (g.sort_values("arrival")["seq"].diff().dropna() > 0).all()
     assert (r.connected >= r.arrival).all() and (r.start > r.connected).all()
     assert (r.served > r.start).all() and (r.end > r.served).all()
     assert (r.arrival[~r.new_connection] == r.connected[~r.new_connection]).all()
@@ -117,6 +121,30 @@ def test_the_same_seed_gives_the_same_run():
     assert not a.requests["bytes"].equals(c.requests["bytes"])
 
 
+def test_runs_of_one_seed_serve_every_client_the_same_files():
+    """Common random numbers: a client's k-th request is the same file on another platform and under another
+    mix (CGI there where the other mix has FastCGI), however differently the runs are timed; so two runs'
+    throughputs differ by the platforms, not by two samples of the file set."""
+    def files(platform, dyn):
+        run = run_server(load_platform(platform), {"static": 0.7, dyn: 0.3}, clients=6, requests=60,
+                         warmup_requests=0, seed=5, spec=FAST)
+        r = run.requests.sort_values("seq")
+        assert (r.groupby("client")["seq"].first() == 1).all()
+        return {c: list(zip(g["bytes"], g["type"])) for c, g in r.groupby("client")}
+
+    a, b = files("nehalem", "cgi"), files("mpc7447a", "fastcgi")
+    assert set(a) == set(b)
+    compared = 0
+    for c in a:
+        n = min(len(a[c]), len(b[c]))
+        assert [size for size, _ in a[c][:n]] == [size for size, _ in b[c][:n]]
+        assert [t.replace("cgi", "fastcgi") if t == "cgi" else t for _, t in a[c][:n]] == [t for _, t in b[c][:n]]
+        compared += n
+    assert compared >= 40
+    assert any(t == "cgi" for seq in a.values() for _, t in seq)
+    # (one stream per run, drawn in the order the server met the requests, gave two runs different files)
+
+
 def test_requests_interfere_in_the_caches():
     """The same primitive costs more per call in the server, where other requests ran in between, than
     in a loop of itself (the vector model's context-independence, §3.1.1.2, measured)."""
@@ -176,3 +204,40 @@ def test_the_servers_trace_replayed_as_a_cache_simulation_counts_its_lines():
     assert (cache[levels] == timed[levels]).all().all()
     g4 = cache_simulation(load_platform("mpc7447a"), run.trace, run.trace_window, seed=4).set_index("primitive")
     assert g4.loc["tcp_connect", "lines_L2"] > 10 * max(1, cache.loc["tcp_connect", "lines_L3"])
+
+
+def _requests(cpu, clients=10):
+    n = len(cpu)
+    return pd.DataFrame({"client": np.arange(n) % clients, "seq": np.arange(n) // clients + 1, "cpu_seconds": cpu})
+
+
+def test_paired_speed_of_a_uniformly_faster_run_is_exact():
+    x = np.random.default_rng(0).lognormal(0.0, 1.0, 500)
+    r = paired_speed(_requests(x), _requests(x / 1.25))
+    assert r["ratio"] == pytest.approx(1.25) and r["se"] == pytest.approx(0.0, abs=1e-6) and r["resolved"]
+    r = paired_speed(_requests(x), _requests(x))
+    assert r["ratio"] == 1.0 and not r["resolved"]
+    # only the requests both runs measured are compared: a request of b's alone does not count
+    b = pd.concat([_requests(x / 1.25), pd.DataFrame({"client": [99], "seq": [1], "cpu_seconds": [1e9]})])
+    assert paired_speed(_requests(x), b)["ratio"] == pytest.approx(1.25)
+    with pytest.raises(SimulatorInputError, match="share 0 measured"):
+        paired_speed(_requests(x), _requests(x).assign(client=-1))
+
+
+def test_paired_speeds_95_percent_interval_covers_the_planted_ratio_95_percent_of_the_time():
+    """Run b serves every request 1.04x faster than a, times per-request noise of 10 % (the platforms' cache
+    luck), on file-size-like demands (log-normal, CV > 1): the interval holds 1.04 in about 95 % of
+    400 replicates (binomial 3-sigma band 91.7-98.3 %), and pairing makes it far narrower than the
+    runs' own standard errors."""
+    rng = np.random.default_rng(11)
+    covered, widths = 0, []
+    for _ in range(400):
+        x = rng.lognormal(0.0, 1.0, 600)
+        y = x / 1.04 * rng.lognormal(0.0, 0.1, 600)
+        r = paired_speed(_requests(x), _requests(y))
+        truth = 1.04 * np.exp(-0.1 ** 2 / 2)       # E[x] / E[y], E[y] = E[x] / 1.04 * E[lognormal(0, 0.1)]
+        covered += r["ci_low"] <= truth <= r["ci_high"]
+        widths.append(r["se"] / r["ratio"])
+    assert 0.917 <= covered / 400 <= 0.983
+    own_se = np.sqrt(np.exp(1.0) - 1) / np.sqrt(600)   # a log-normal(0, 1) mean's relative standard error
+    assert np.median(widths) < own_se / 5

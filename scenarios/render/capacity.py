@@ -57,4 +57,8 @@ def add_report(rep: Report, results: dict, curves: pd.DataFrame, what_if: pd.Dat
                       "; ".join(f"{k}: {n if n is not None else 'none of those tried'}" for k, n in needed.items()))
         rep.table(pd.DataFrame(sizing))
     rep.heading("What-ifs")
+    rep.paragraph("Capacity change: of the saturation throughputs (or of the bounds 1/D where a run does not "
+                  "saturate); paired: on the requests a what-if and its baseline both served at the loads where "
+                  "both saturate -- every run serves each client the same files (common random numbers) -- with "
+                  "its 95 % interval.")
     rep.table(what_if)

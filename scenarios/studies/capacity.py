@@ -23,12 +23,16 @@ load, the requests' interference in the caches did.
                       "demand_at_saturation_us", "think_s", "knee_clients", "max_clients_within_objective",
                       "workers_needed", "sizing": [{workers, latency_p95}], "what_if"}},
      "what_if": [{"run", "what_if", "saturation_throughput", "peak_throughput", "bound_throughput",
-                  "capacity_change_pct", "demand_us", "max_clients_within_objective"}],
+                  "capacity_change_pct", "demand_us", "max_clients_within_objective",
+                  "capacity_change_paired_pct", "ci95_low_pct", "ci95_high_pct", "paired_requests"}],
      "objective_s": x, "objective_clients": n}
 
 The saturation throughput is the mean throughput of the loads that keep the CPU busy (utilisation >=
 0.95), None where no load of the sweep does; a what-if's capacity change compares saturation
-throughputs, or the bounds 1/D where a run did not saturate.
+throughputs, or the bounds 1/D where a run did not saturate.  Every run serves each client the same files
+(common random numbers), so the change is also measured on the requests a what-if and its baseline both
+served at their common saturated loads, with a 95 % interval (``capacity_change_paired_pct``): each run's
+own throughput carries a sampling error of a few per cent, which the pairing removes.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from whatif.simulator.isa import isa_for
 from whatif.simulator.os.kernel import Kernel
 from whatif.simulator.os.primitives import OsCode, scaled_primitives
 from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKERS, SATURATED, Mix, load_webserver,
-                                           run_server, with_line_speed)
+                                           paired_speed, run_server, with_line_speed)
 from whatif.simulator.platform import load_platform
 
 
@@ -104,7 +108,8 @@ def capacity_task(item: dict, shared: dict, progress=None) -> dict:
         progress(1)
     r = run.requests
     return {"summary": run.summary, "think_s": float(((r.start - r.connected) + (r.end - r.served)).mean()),
-            "type_demand_s": r.groupby("type")["cpu_seconds"].mean().to_dict()}
+            "type_demand_s": r.groupby("type")["cpu_seconds"].mean().to_dict(),
+            "requests": r[["client", "seq", "cpu_seconds"]]}
 
 
 def mva(demand: float, think: float, n_max: int) -> np.ndarray:
@@ -174,6 +179,30 @@ class CapacityStudy(StudyKind):
         outs = [ran[unique.index(k)] for k in key]
         return self._analyse(spec, cases, items, outs)
 
+    @staticmethod
+    def _paired_change(items, outs, base_label: str, label: str, r: dict, base: dict) -> dict:
+        """The capacity change measured on the requests the what-if and the baseline both served at the loads
+        where both saturate (the same files: common random numbers): at saturation a throughput is 1 / the
+        CPU seconds per request, so the change is the baseline's mean over the what-if's, with its 95 %
+        interval (:func:`paired_speed`).  None where no load saturates both, or for the baseline itself."""
+        none = {"capacity_change_paired_pct": None, "ci95_low_pct": None, "ci95_high_pct": None,
+                "paired_requests": 0}
+        loads = sorted(set(r["saturated_loads"]) & set(base["saturated_loads"]))
+        if label == base_label or not loads:
+            return none
+
+        def pooled(of: str) -> pd.DataFrame:        # a request: its load, client and number
+            return pd.concat([o["requests"].assign(client=o["requests"].client + i["clients"] * MAX_CLIENTS)
+                              for i, o in zip(items, outs)
+                              if i["label"] == of and not i["sizing"] and i["clients"] in loads])
+
+        try:
+            pr = paired_speed(pooled(base_label), pooled(label))
+        except SimulatorInputError:                 # (no request in common)
+            return none
+        return {"capacity_change_paired_pct": 100 * (pr["ratio"] - 1), "ci95_low_pct": 100 * (pr["ci_low"] - 1),
+                "ci95_high_pct": 100 * (pr["ci_high"] - 1), "paired_requests": pr["shared_requests"]}
+
     def _analyse(self, spec: CapacitySpec, cases, items, outs) -> StudyOutput:
         runs, curves = {}, []
         for label, what, *_ in cases:
@@ -214,11 +243,11 @@ class CapacityStudy(StudyKind):
             base, r = runs[base_of[label]], runs[label]
             capacity = r["saturation_throughput"] or r["bound_throughput"]
             base_capacity = base["saturation_throughput"] or base["bound_throughput"]
-            what_rows.append({"run": label, "what_if": what or "(baseline)",
-                              "saturation_throughput": r["saturation_throughput"],
-                              "peak_throughput": r["peak_throughput"], "bound_throughput": r["bound_throughput"],
-                              "capacity_change_pct": 100 * (capacity / base_capacity - 1), "demand_us": r["demand_us"],
-                              "max_clients_within_objective": r["max_clients_within_objective"]})
+            row = {"run": label, "what_if": what or "(baseline)", "saturation_throughput": r["saturation_throughput"],
+                   "peak_throughput": r["peak_throughput"], "bound_throughput": r["bound_throughput"],
+                   "capacity_change_pct": 100 * (capacity / base_capacity - 1), "demand_us": r["demand_us"],
+                   "max_clients_within_objective": r["max_clients_within_objective"]}
+            what_rows.append({**row, **self._paired_change(items, outs, base_of[label], label, r, base)})
         what_table = pd.DataFrame(what_rows)
         curves_df = pd.concat(curves, ignore_index=True)
         fig = figure_png(curve_figure(curves_df, spec.p95_objective_s))

@@ -24,15 +24,24 @@ depth (:func:`simulator.os.microbench.lines_in_prices`) and added to the predict
                        "own_truss_predicted_us", "context_error_pct", "user_share", "hybrid_us", "hybrid_speed",
                        "hybrid_speed_error_pct"}},
      "reference": p, "unsaturated": [p...],
-     "ranking": {"predicted": [...], "simulated": [...], "pairs_agree": k, "pairs": n, "kendall_tau": t},
-     "ranking_hybrid": {"predicted": [...], "pairs_agree": k, "pairs": n, "kendall_tau": t},
-     "speedups": [{"platform", "dynamic", "s1_us", "s2_us", "simulated", "r", "r_error_pct",
+     "ranking": {"predicted": [...], "simulated": [...], "pairs_agree": k, "pairs": n, "kendall_tau": t,
+                 "pairs_resolved": m, "pairs_agree_resolved": j, "unresolved": [[a, b]...]},
+     "ranking_hybrid": {"predicted": [...], "pairs_agree": k, "pairs": n, "kendall_tau": t, ...},
+     "speedups": [{"platform", "dynamic", "s1_us", "s2_us", "simulated", "simulated_paired",
+                   "simulated_ci95_low", "simulated_ci95_high", "r", "r_error_pct",
                    "r_prime_<u>", "r_prime_<u>_error_pct", "measured_user_over_s1", "r_prime_measured",
                    "r_prime_measured_error_pct"}],
      "type_errors": [{"platform", "request", "predicted_us", "in_server_us", "error_pct"}],
      "context": [{"platform", "primitive", "unit", "microbenchmark", "in_server", "error_pct"}]}
 
-Tables: ``system_vectors``, ``application_vectors`` (every truss), ``breakdown`` (Tables 6-2..6-5
+Every server run of a seed serves each client the same files (:meth:`WebServer.pick_request`: common random
+numbers), so two runs are also compared on the requests both measured (:func:`paired_speed`): a pair of
+platforms, or a CGI mix and its FastCGI twin, with a 95 % interval; a pair whose interval holds 1 is
+*unresolved*: its simulated order is within the sampling error, and ``ranking`` counts the agreement on the
+resolved pairs apart.
+
+Tables: ``system_vectors``, ``application_vectors`` (every truss), ``pairs`` (every platform pair: whole-run
+and paired simulated speed with its interval, predicted and hybrid speed), ``breakdown`` (Tables 6-2..6-5
 analogues), ``throughputs``, ``speedups``, ``type_errors``, ``context``, ``requests`` (every measured
 request of every server run), ``hybrid`` (per platform, truss primitive and element -- the lines into a cache
 depth, or the page walks --: cache-simulated and warm-loop counts per request, the difference, µs per
@@ -56,7 +65,7 @@ from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.report import figure_png
 from whatif.simulator.os.microbench import MicrobenchSettings, system_vector
 from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKERS, SATURATED, cache_simulation,
-                                           load_webserver, run_server, with_line_speed)
+                                           load_webserver, paired_speed, run_server, with_line_speed)
 from whatif.simulator.platform import load_platform
 
 
@@ -135,15 +144,21 @@ def _hybrid_terms(app: pd.DataFrame, vector: pd.DataFrame, cache: pd.DataFrame) 
     return out
 
 
-def _ranking(rows: dict[str, dict], labels: list[str], key: str) -> dict:
+def _ranking(rows: dict[str, dict], labels: list[str], key: str, paired: dict[tuple[str, str], dict]) -> dict:
     """The platforms ordered by a predictor's speed ``key`` (fastest first) and its agreement with the
-    simulated throughputs: platform pairs ordered alike, of all pairs, and Kendall's τ."""
+    simulated throughputs: platform pairs ordered alike, of all pairs, and Kendall's τ; and the same on the
+    pairs whose simulated order the paired comparison resolves (``paired``: :func:`paired_speed` of each
+    pair's static runs), with the unresolved pairs named."""
     pairs = [(a, b) for k, a in enumerate(labels) for b in labels[k + 1:]]
-    agree = sum((rows[a][key] > rows[b][key]) == (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"])
-                for a, b in pairs)
+    alike = {(a, b): (rows[a][key] > rows[b][key]) == (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"])
+             for a, b in pairs}
+    resolved = [pr for pr in pairs if paired[pr]["resolved"]]
     tau = float(kendalltau([rows[p][key] for p in labels], [rows[p]["simulated_throughput"] for p in labels]).statistic)
-    return {"predicted": sorted(labels, key=lambda p: -rows[p][key]), "pairs_agree": int(agree), "pairs": len(pairs),
-            "kendall_tau": tau}
+    return {"predicted": sorted(labels, key=lambda p: -rows[p][key]), "pairs_agree": int(sum(alike.values())),
+            "pairs": len(pairs), "kendall_tau": tau, "pairs_resolved": len(resolved),
+            "pairs_agree_resolved": int(sum((rows[a][key] < rows[b][key]) == (paired[(a, b)]["ratio"] > 1)
+                                            for a, b in resolved)),
+            "unresolved": [[a, b] for a, b in pairs if not paired[(a, b)]["resolved"]]}
 
 
 def _mix_name(mix: dict[str, float]) -> str:
@@ -249,9 +264,22 @@ class HbenchOsStudy(StudyKind):
             rows[label]["hybrid_speed"] = rows[reference]["hybrid_us"] / rows[label]["hybrid_us"]
             rows[label]["hybrid_speed_error_pct"] = 100 * (rows[label]["hybrid_speed"]
                                                            / rows[label]["simulated_speed"] - 1)
-        ranking = {**_ranking(rows, labels, "predicted_speed"),
+        # every platform pair on the requests both static runs served (the same files: common random numbers)
+        static_req = {label: servers[(label, "static")][1]["requests"] for label in labels}
+        paired = {(a, b): paired_speed(static_req[a], static_req[b])
+                  for k, a in enumerate(labels) for b in labels[k + 1:]}
+        pairs = pd.DataFrame([{"platform_a": a, "platform_b": b,
+                               "simulated_speed_b_over_a": rows[b]["simulated_throughput"]
+                               / rows[a]["simulated_throughput"],
+                               "paired_speed_b_over_a": pr["ratio"], "paired_ci95_low": pr["ci_low"],
+                               "paired_ci95_high": pr["ci_high"], "shared_requests": pr["shared_requests"],
+                               "resolved": pr["resolved"],
+                               "predicted_speed_b_over_a": rows[b]["predicted_speed"] / rows[a]["predicted_speed"],
+                               "hybrid_speed_b_over_a": rows[b]["hybrid_speed"] / rows[a]["hybrid_speed"]}
+                              for (a, b), pr in paired.items()])
+        ranking = {**_ranking(rows, labels, "predicted_speed", paired),
                    "simulated": sorted(labels, key=lambda p: -rows[p]["simulated_throughput"])}
-        ranking_hybrid = _ranking(rows, labels, "hybrid_speed")
+        ranking_hybrid = _ranking(rows, labels, "hybrid_speed", paired)
         breakdowns = [fig61.table("static", label).assign(platform=label, request="static") for label in labels]
         speedups, type_errors = self._speedups(spec, servers, vectors, truss, breakdowns)
         context = []
@@ -262,7 +290,7 @@ class HbenchOsStudy(StudyKind):
                                 "microbenchmark": float(micro[r.primitive]), "in_server": r.cost,
                                 "error_pct": 100 * (micro[r.primitive] - r.cost) / r.cost})
         throughputs = pd.DataFrame([{"platform": p, **v} for p, v in rows.items()])
-        tables = {"system_vectors": vectors, "application_vectors": trusses,
+        tables = {"system_vectors": vectors, "application_vectors": trusses, "pairs": pairs,
                   "breakdown": pd.concat(breakdowns, ignore_index=True), "throughputs": throughputs,
                   "speedups": speedups, "type_errors": type_errors, "context": pd.DataFrame(context),
                   "requests": pd.concat([o["requests"] for _, o in servers.values()], ignore_index=True),
@@ -325,9 +353,11 @@ class HbenchOsStudy(StudyKind):
                         if t != "static":
                             breakdowns.append(one.table(t, label).assign(platform=label, request=t))
             simulated = fo["summary"]["throughput"] / o["summary"]["throughput"]
+            pr = paired_speed(o["requests"], fo["requests"])        # the same requests, CGI ones as FastCGI
             r = speedup(lat["cgi"], lat["fastcgi"])
             row = {"platform": label, "dynamic": d, "s1_us": lat["cgi"], "s2_us": lat["fastcgi"],
-                   "simulated": simulated, "r": r, "r_error_pct": 100 * (r - simulated) / simulated}
+                   "simulated": simulated, "simulated_paired": pr["ratio"], "simulated_ci95_low": pr["ci_low"],
+                   "simulated_ci95_high": pr["ci_high"], "r": r, "r_error_pct": 100 * (r - simulated) / simulated}
             for u in spec.user_over_s1:
                 rp = speedup(lat["cgi"], lat["fastcgi"], u)
                 row[f"r_prime_{u:g}"] = rp
