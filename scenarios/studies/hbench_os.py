@@ -150,11 +150,11 @@ def _ranking(rows: dict[str, dict], labels: list[str], key: str, paired: dict[tu
     pairs whose simulated order the paired comparison resolves (``paired``: :func:`paired_speed` of each
     pair's static runs), with the unresolved pairs named."""
     pairs = [(a, b) for k, a in enumerate(labels) for b in labels[k + 1:]]
-    alike = {(a, b): (rows[a][key] > rows[b][key]) == (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"])
-             for a, b in pairs}
+    agree = sum((rows[a][key] > rows[b][key]) == (rows[a]["simulated_throughput"] > rows[b]["simulated_throughput"])
+                for a, b in pairs)
     resolved = [pr for pr in pairs if paired[pr]["resolved"]]
     tau = float(kendalltau([rows[p][key] for p in labels], [rows[p]["simulated_throughput"] for p in labels]).statistic)
-    return {"predicted": sorted(labels, key=lambda p: -rows[p][key]), "pairs_agree": int(sum(alike.values())),
+    return {"predicted": sorted(labels, key=lambda p: -rows[p][key]), "pairs_agree": int(agree),
             "pairs": len(pairs), "kendall_tau": tau, "pairs_resolved": len(resolved),
             "pairs_agree_resolved": int(sum((rows[a][key] < rows[b][key]) == (paired[(a, b)]["ratio"] > 1)
                                             for a, b in resolved)),

@@ -195,7 +195,7 @@ class WebServer:
         of a client is then the same file in every run of the same seed, whatever the platform, the
         what-if or the timing (common random numbers), and a mix's type is one inverse-CDF draw, so a
         CGI request of one mix is a FastCGI request at the same place in the other.  (A draw from one
-        server-wide stream gave each run its own file sample, and a throughput's sampling error of 2-3 %
+        server-wide stream gave each run its own file sample, and a throughput's sampling error of 1.8-3.4 %
         to every comparison between runs.)"""
         f = self.spec.files
         t = self.type_names[int(rng.choice(len(self.type_names), p=self.type_p))]
@@ -416,7 +416,7 @@ def paired_speed(a: pd.DataFrame, b: pd.DataFrame, z: float = 1.96) -> dict[str,
     request number: the same file, with common random numbers): the ratio of their mean CPU seconds per
     request, a's over b's -- at saturation the ratio of the throughputs --, its standard error by the delta
     method on the paired sample, and the interval of +- ``z`` standard errors (1.96: 95 %).  Pairing removes
-    the file-size sampling that both runs share: each run's own throughput has a standard error of 2-3 %
+    the file-size sampling that both runs share: each run's own throughput has a standard error of 1.8-3.4 %
     over 3,000 requests, their ratio on the shared requests far less.  ``resolved``: the interval excludes
     1, so the order of the two runs is not a matter of sampling."""
     m = a[["client", "seq", "cpu_seconds"]].merge(b[["client", "seq", "cpu_seconds"]], on=["client", "seq"],
