@@ -135,20 +135,25 @@ class Executor:
             self._client = None
 
     def map(self, fn: Callable, items: Sequence[Any], shared: Any = None,
-            progress: Callable[[int], None] | None = None, units: int = 1, workers: int = 1) -> list[Any]:
+            progress: Callable[[int], None] | None = None, units: int = 1, workers: int = 1,
+            cost: Callable[[Any], float] | None = None) -> list[Any]:
         """``[fn(item, shared) for item in items]``.  In this process ``fn`` also receives ``progress``
         (per unit of work); in a local pool (``workers > 1``) and on a cluster the bar advances by
-        ``units`` per finished item."""
+        ``units`` per finished item.  ``cost``: an item's expected host time (any scale); a pool or cluster
+        then starts the costliest first, so that no long item is left to run alone at the end."""
         if self.workers is not None:
             workers = self.workers
+        order = sorted(range(len(items)), key=lambda k: -cost(items[k])) if cost else list(range(len(items)))
         if self._client is None:
             if workers <= 1 or len(items) <= 1:
                 return [fn(item, shared, progress=progress) for item in items]
-            return self._pool_map(fn, items, shared, progress, units, workers)
+            return self._pool_map(fn, items, order, shared, progress, units, workers)
         from distributed import as_completed
 
         shared_future = self._client.scatter(shared, broadcast=True) if shared is not None else None
-        futures = [self._client.submit(fn, item, shared_future, pure=False) for item in items]
+        futures = [None] * len(items)
+        for k in order:
+            futures[k] = self._client.submit(fn, items[k], shared_future, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         out: list[Any] = [None] * len(items)
         for fut in as_completed(futures):
@@ -158,13 +163,14 @@ class Executor:
         return out
 
     @staticmethod
-    def _pool_map(fn: Callable, items: Sequence[Any], shared: Any, progress, units: int, workers: int) -> list[Any]:
+    def _pool_map(fn: Callable, items: Sequence[Any], order: Sequence[int], shared: Any, progress, units: int,
+                  workers: int) -> list[Any]:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         out: list[Any] = [None] * len(items)
         with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=_pool_context(),
                                  initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-            futures = {pool.submit(fn, item, shared): i for i, item in enumerate(items)}
+            futures = {pool.submit(fn, items[i], shared): i for i in order}
             try:
                 for fut in as_completed(futures):
                     out[futures[fut]] = fut.result()
@@ -175,3 +181,11 @@ class Executor:
                     fut.cancel()
                 raise
         return out
+
+
+def piece_rates(names: Sequence[str], outs: Sequence[dict], wall: float) -> dict[str, float]:
+    """Where a study's host time went, piece by piece (each output's ``host_seconds``), with the wall time
+    and the workers' total: what a scheduler, or a user sizing ``--workers``, needs (the manifest's
+    ``rates``)."""
+    seconds = {f"host_seconds[{name}]": out["host_seconds"] for name, out in zip(names, outs)}
+    return {"wall_seconds": wall, "worker_seconds": sum(seconds.values()), **seconds}

@@ -5,14 +5,16 @@ bad input refused at load."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, strategies as st
 
 from whatif.scenarios.runner import run_scenario_file
-from whatif.scenarios.studies.capacity import mva
+from whatif.scenarios.studies.capacity import GAP_COLUMNS, bound_gap, mva
 from hbench_helpers import assert_refused_at_load, with_keys
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "webserver-capacity.toml"
@@ -55,6 +57,14 @@ def test_curves_rise_to_the_cpu_bound(study):
     assert light["throughput"] == pytest.approx(4 / (1e-6 * base["demand_us"] + base["think_s"]), rel=0.1)
     assert light["mva_throughput"] == pytest.approx(light["throughput"], rel=0.1)
     assert heavy["latency_p95"] > light["latency_p95"]
+    # the saturated window against the bound, factor by factor: their product is the whole
+    gap, = base["saturation_gap"]
+    assert gap["clients"] == 40 and gap["vs_bound_pct"] == pytest.approx(base["saturation_vs_bound_pct"])
+    assert math.prod(1 + gap[k] / 100 for k in GAP_COLUMNS[1:]) == pytest.approx(1 + gap["vs_bound_pct"] / 100)
+    assert -5 < gap["gap_utilisation_pct"] <= 1e-9
+    assert heavy["share_static"] + heavy["share_cgi"] == pytest.approx(1)
+    # a window holding more of the costly CGI requests than the mix's 15 % serves fewer: a negative draw
+    assert (heavy["share_cgi"] > 0.15) == (gap["gap_draw_pct"] < 0)
 
 
 def test_what_ifs_side_by_side(study):
@@ -100,9 +110,49 @@ def test_tables_figure_report_and_headline(study):
     assert (out / "curves.png").is_file()
     html = (out / "report.html").read_text()
     assert "Planner&#x27;s cross-check" in html or "Planner's cross-check" in html
+    assert "draw of types (%)" in html and "window edges (%)" in html
+    # where the host's time went: one entry per server run (the sizing run at 40 workers is the curve's)
+    rates = done.output.rates
+    pieces = [k for k in rates if k.startswith("host_seconds[")]
+    assert len(pieces) == 7 and "host_seconds[baseline 40 clients 4 workers]" in rates
+    assert rates["worker_seconds"] == pytest.approx(sum(rates[k] for k in pieces))
+    assert 0 < rates["wall_seconds"] < rates["worker_seconds"]
     metrics = list(dict.fromkeys(done.output.headline.metric))
     assert metrics[0] == "saturation throughput (req/s)"
     assert "saturation vs bound (%)" in done.output.headline_absolute
+
+
+def test_bound_gap_splits_a_planted_window_exactly():
+    """A window of 100 requests, 20 of them CGI against the mix's 15 %, each type 2 % dearer than at light
+    load, 1 % of the busy time carried by no request of the window, the CPU 97 % busy."""
+    light = {"static": 0.4e-3, "cgi": 6e-3}
+    mix = {"static": 0.85, "cgi": 0.15}
+    d0 = 0.85 * light["static"] + 0.15 * light["cgi"]
+    window = {t: 1.02 * v for t, v in light.items()}
+    d_req = (80 * window["static"] + 20 * window["cgi"]) / 100
+    d_w = d_req / 0.99
+    summary = {"throughput": 0.97 / d_w, "cpu_utilisation": 0.97, "service_demand_s": d_w,
+               "cpu_seconds_per_request": d_req}
+    g = bound_gap(summary, window, {"static": 80, "cgi": 20}, mix, d0)
+    assert g["gap_utilisation_pct"] == pytest.approx(-3)
+    assert g["gap_interference_pct"] == pytest.approx(100 * (1 / 1.02 - 1))
+    assert g["gap_draw_pct"] == pytest.approx(100 * (1.02 * d0 / d_req - 1)) and g["gap_draw_pct"] < -10
+    assert g["gap_edges_pct"] == pytest.approx(-1)
+    assert g["vs_bound_pct"] == pytest.approx(100 * (0.97 * 0.99 * d0 / d_req - 1))   # X D0 = U D0 / D_w
+    assert g["share_cgi"] == 0.2 and g["demand_nominal_mix_us"] == pytest.approx(1e6 * 1.02 * d0)
+    # a type of the mix the window did not serve: no mix-weighted demand, so no interference or draw
+    g = bound_gap(summary, {"static": window["static"]}, {"static": 100}, mix, d0)
+    assert g["gap_draw_pct"] is None and g["gap_interference_pct"] is None and g["share_cgi"] == 0
+
+
+@given(u=st.floats(0.01, 1), x_per=st.floats(0.5, 2), d0=st.floats(1e-5, 1e-2), a=st.floats(1e-5, 1e-2),
+       b=st.floats(1e-5, 1e-2), n_a=st.integers(1, 1000), n_b=st.integers(1, 1000), share=st.floats(0.01, 0.99))
+def test_bound_gap_factors_multiply_to_the_whole(u, x_per, d0, a, b, n_a, n_b, share):
+    d_req = (n_a * a + n_b * b) / (n_a + n_b)
+    d_w = d_req * x_per
+    summary = {"throughput": u / d_w, "cpu_utilisation": u, "service_demand_s": d_w, "cpu_seconds_per_request": d_req}
+    g = bound_gap(summary, {"s": a, "c": b}, {"s": n_a, "c": n_b}, {"s": 1 - share, "c": share}, d0)
+    assert math.prod(1 + g[k] / 100 for k in GAP_COLUMNS[1:]) == pytest.approx(1 + g["vs_bound_pct"] / 100, rel=1e-9)
 
 
 def test_mva_is_exact_for_one_queue_and_one_delay():

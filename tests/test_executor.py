@@ -47,6 +47,22 @@ def test_local_pool_keeps_the_order_and_advances_per_item():
     assert seen == [3] * 7
 
 
+def _started(item, shared, progress=None):
+    started = time.monotonic()
+    time.sleep(shared)
+    return started
+
+
+def test_a_pool_starts_the_costliest_items_first_and_keeps_the_order():
+    items = [1, 5, 3, 9, 2]
+    with Executor() as ex:
+        started = ex.map(_started, items, shared=0.3, workers=2, cost=lambda i: i)
+    first_two = {items[k] for k in sorted(range(len(items)), key=lambda k: started[k])[:2]}
+    assert first_two == {9, 5}
+    # results in the items' order: the starts of 9 and 5 (indices 3 and 1) are the two earliest
+    assert max(started[1], started[3]) < min(started[0], started[2], started[4])
+
+
 def _pid(item, shared, progress=None):
     import os
 

@@ -48,6 +48,18 @@ def add_report(rep: Report, results: dict, curves: pd.DataFrame, what_if: pd.Dat
              "knee N*": v["knee_clients"], "max clients within objective": v["max_clients_within_objective"]}
             for k, v in results["runs"].items()]
     rep.table(pd.DataFrame(rows))
+    gaps = [{"run": k, "clients": g["clients"], "vs bound (%)": g["vs_bound_pct"],
+             "CPU idle (%)": g["gap_utilisation_pct"], "interference (%)": g["gap_interference_pct"],
+             "draw of types (%)": g["gap_draw_pct"], "window edges (%)": g["gap_edges_pct"]}
+            for k, v in results["runs"].items() for g in v["saturation_gap"]]
+    if gaps:
+        rep.paragraph("A saturated window's throughput against the bound 1/D, split into exact factors (their "
+                      "product is the whole): the CPU's idle share; interference -- the window's own per-type CPU "
+                      "times, weighted by the nominal mix, against D at light load; the draw -- the window's mix "
+                      "of request types against the nominal one (a window with more CGI requests than the mix "
+                      "serves fewer); and CPU time in the window its requests do not carry (work in flight at "
+                      "its edges).")
+        rep.table(pd.DataFrame(gaps))
     sizing = [{"run": k, "workers": s["workers"], "p95 (s)": s["latency_p95"]}
               for k, v in results["runs"].items() for s in v["sizing"]]
     if sizing:

@@ -13,14 +13,20 @@ type's mean CPU time weighted by the mix (a multi-class demand, free of the wind
 throughput bound is 1/D, the knee N* = (D + Z)/D, and exact MVA for one queueing centre (the CPU, D) and
 one delay centre (Z) gives the throughput expected at every load.  The curves' ``demand_us`` is the
 operational D = B/C of each load's window (CPU busy time over requests served): where it moves with the
-load, the requests' interference in the caches did.
+load, the requests' interference in the caches did.  Each load's throughput against the bound is split
+into exact factors (:func:`bound_gap`): the CPU's idle share, the interference, the window's draw of request
+types, and CPU time at the window's edges -- a saturated window short of 1/D says which.
 
 ``results.json``::
 
     {"runs": {label: {"curve": [{clients, throughput, latency_p50, latency_p95, latency_p99,
-                                 cpu_utilisation}], "saturation_throughput", "bound_throughput",
+                                 cpu_utilisation, demand_us, think_s, mva_throughput, bound_throughput,
+                                 demand_requests_us, demand_nominal_mix_us, share_<type>, vs_bound_pct,
+                                 gap_utilisation_pct, gap_interference_pct, gap_draw_pct, gap_edges_pct}],
+                      "saturation_throughput", "bound_throughput",
                       "saturated_loads", "peak_throughput", "saturation_vs_bound_pct", "demand_us",
-                      "demand_at_saturation_us", "think_s", "knee_clients", "max_clients_within_objective",
+                      "demand_at_saturation_us", "saturation_gap": [{clients, vs_bound_pct, gap_*}],
+                      "think_s", "knee_clients", "max_clients_within_objective",
                       "workers_needed", "sizing": [{workers, latency_p95}], "what_if"}},
      "what_if": [{"run", "what_if", "saturation_throughput", "peak_throughput", "bound_throughput",
                   "capacity_change_pct", "demand_us", "max_clients_within_objective",
@@ -38,12 +44,15 @@ own throughput carries a sampling error of a few per cent, which the pairing rem
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import replace
 from typing import Annotated
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from whatif.scenarios.executor import piece_rates
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.capacity import add_report, curve_figure
 from whatif.scenarios.results.progress import progress_bar
@@ -56,6 +65,8 @@ from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKER
                                            paired_speed, run_server, with_line_speed)
 from whatif.simulator.platform import load_platform
 
+# the factors of a window's throughput against the light-load bound (:func:`bound_gap`)
+GAP_COLUMNS = ("vs_bound_pct", "gap_utilisation_pct", "gap_interference_pct", "gap_draw_pct", "gap_edges_pct")
 
 
 class WhatIf(BaseModel):
@@ -96,6 +107,7 @@ class CapacitySpec(BaseModel):
 def capacity_task(item: dict, shared: dict, progress=None) -> dict:
     """One server run (module level for pool and Dask workers): the run's figures and the delay a request
     spends away from the CPU and the listen queue (its bytes on the lines: the MVA's delay centre)."""
+    started = time.perf_counter()
     platform = load_platform(item["platform"], item["overrides"])
     kernel = None
     if item["scale"]:
@@ -109,7 +121,37 @@ def capacity_task(item: dict, shared: dict, progress=None) -> dict:
     r = run.requests
     return {"summary": run.summary, "think_s": float(((r.start - r.connected) + (r.end - r.served)).mean()),
             "type_demand_s": r.groupby("type")["cpu_seconds"].mean().to_dict(),
-            "requests": r[["client", "seq", "cpu_seconds"]]}
+            "type_counts": r.groupby("type").size().to_dict(),
+            "requests": r[["client", "seq", "cpu_seconds"]], "host_seconds": time.perf_counter() - started}
+
+
+def bound_gap(summary: dict, type_demand_s: dict[str, float], type_counts: dict[str, int], mix: dict[str, float],
+              light_demand_s: float) -> dict:
+    """A window's throughput X against the planner's bound 1/D0 (D0: the mix-weighted demand at light load),
+    split into exact factors, X D0 = U (D0 / D_mix) (D_mix / D_req) (D_req / D_w):
+
+    * ``gap_utilisation_pct``: the CPU's idle share, U - 1 (X = U / D_w, the utilisation law);
+    * ``gap_interference_pct``: D0 / D_mix - 1, where D_mix weights this window's mean CPU time of each
+      request type by the nominal mix -- the same types cost more under this load (cache interference);
+    * ``gap_draw_pct``: D_mix / D_req - 1, where D_req is the mean CPU time of the window's requests -- the
+      window drew more (negative) or fewer of the expensive types than the mix;
+    * ``gap_edges_pct``: D_req / D_w - 1, where D_w = B/C is the CPU busy time over requests served -- CPU
+      time in the window that its requests' own counts do not carry (work in flight at its edges).
+
+    Each is a percentage; ``vs_bound_pct`` = 100 (X D0 - 1) is their product's.  D_mix needs every type of
+    the mix in the window; otherwise it and the two factors that use it are None."""
+    served = sum(type_counts.values())
+    d_w, d_req = summary["service_demand_s"], summary["cpu_seconds_per_request"]
+    mix = {t: v for t, v in mix.items() if v}
+    d_mix = sum(v * type_demand_s[t] for t, v in mix.items()) if set(mix) <= set(type_demand_s) else None
+    return {"demand_requests_us": 1e6 * d_req,
+            "demand_nominal_mix_us": 1e6 * d_mix if d_mix else None,
+            **{f"share_{t}": type_counts.get(t, 0) / served for t in sorted(set(mix) | set(type_counts))},
+            "vs_bound_pct": 100 * (summary["throughput"] * light_demand_s - 1),
+            "gap_utilisation_pct": 100 * (summary["cpu_utilisation"] - 1),
+            "gap_interference_pct": 100 * (light_demand_s / d_mix - 1) if d_mix else None,
+            "gap_draw_pct": 100 * (d_mix / d_req - 1) if d_mix else None,
+            "gap_edges_pct": 100 * (d_req / d_w - 1)}
 
 
 def mva(demand: float, think: float, n_max: int) -> np.ndarray:
@@ -173,11 +215,18 @@ class CapacityStudy(StudyKind):
         # equal to the curve's) is the same simulation: run it once
         key = [json.dumps({k: v for k, v in i.items() if k != "sizing"}, sort_keys=True) for i in items]
         unique = list(dict.fromkeys(key))
+        todo = [items[key.index(k)] for k in unique]
+        started = time.perf_counter()
         with progress_bar(len(unique), "capacity", enabled=ctx.progress) as advance:
-            ran = ctx.executor.map(capacity_task, [items[key.index(k)] for k in unique], shared=shared,
-                                   progress=advance, units=1, workers=2)
+            # the most requests first (a run's host time follows its requests), so that no long run is left
+            # to run alone at the end
+            ran = ctx.executor.map(capacity_task, todo, shared=shared, progress=advance, units=1, workers=2,
+                                   cost=lambda i: i["warmup"] + spec.requests)
+        wall = time.perf_counter() - started
         outs = [ran[unique.index(k)] for k in key]
-        return self._analyse(spec, cases, items, outs)
+        names = [f"{i['label']} {i['clients']} clients{' ' + str(i['workers']) + ' workers' if i['sizing'] else ''}"
+                 for i in todo]
+        return replace(self._analyse(spec, cases, items, outs), rates=piece_rates(names, ran, wall))
 
     @staticmethod
     def _paired_change(items, outs, base_label: str, label: str, r: dict, base: dict) -> dict:
@@ -218,6 +267,9 @@ class CapacityStudy(StudyKind):
             think = curve.think_s.iloc[0]
             model = mva(demand, think, max(spec.clients))
             curve["mva_throughput"] = [model[n - 1] for n in curve.clients]
+            gaps = pd.DataFrame([bound_gap(o["summary"], o["type_demand_s"], o["type_counts"], i["mix"], demand)
+                                 for i, o in mine])
+            curve = pd.concat([curve, gaps], axis=1)
             curve["bound_throughput"] = np.minimum(curve.clients / (demand + think), 1 / demand)
             within = curve[curve.latency_p95 <= spec.p95_objective_s].clients
             sizing = [(i["workers"], o["summary"]["latency_p95"]) for i, o in zip(items, outs)
@@ -232,6 +284,7 @@ class CapacityStudy(StudyKind):
                            "saturation_vs_bound_pct": 100 * (saturation * demand - 1) if saturation else None,
                            "demand_us": 1e6 * demand,
                            "demand_at_saturation_us": float(plateau.demand_us.mean()) if len(plateau) else None,
+                           "saturation_gap": plateau[["clients", *GAP_COLUMNS]].to_dict(orient="records"),
                            "think_s": think, "knee_clients": (demand + think) / demand,
                            "max_clients_within_objective": int(within.max()) if len(within) else None,
                            "workers_needed": enough[0] if enough else None,

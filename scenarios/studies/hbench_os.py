@@ -59,6 +59,7 @@ from scipy.stats import kendalltau
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from whatif.models.hbench.vectors import VectorModel, speedup
+from whatif.scenarios.executor import piece_rates
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.hbench_os import add_report, speed_figure, speedup_figure
 from whatif.scenarios.results.progress import progress_bar
@@ -214,10 +215,9 @@ class HbenchOsStudy(StudyKind):
         for o in outs:
             o.pop("trace", None)
         output = self._analyse(ctx, spec, items, outs, {i["label"]: o["cache"] for i, o in zip(replays, caches)})
-        # where the host's time went, piece by piece: what a scheduler (or a user sizing --workers) needs
-        seconds = {f"host_seconds[{i['kind']} {i['label']}{' ' + i['mix_name'] if 'mix_name' in i else ''}]":
-                   o["host_seconds"] for i, o in zip(items + replays, outs + caches)}
-        return replace(output, rates={"wall_seconds": wall, "worker_seconds": sum(seconds.values()), **seconds})
+        names = [f"{i['kind']} {i['label']}{' ' + i['mix_name'] if 'mix_name' in i else ''}"
+                 for i in items + replays]
+        return replace(output, rates=piece_rates(names, outs + caches, wall))
 
     def _analyse(self, ctx, spec: HbenchOsSpec, items: list[dict], outs: list[dict],
                  caches: dict[str, pd.DataFrame]) -> StudyOutput:
