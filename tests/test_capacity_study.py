@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from whatif.scenarios.runner import run_scenario_file
-from whatif.scenarios.studies.capacity import GAP_COLUMNS, bound_gap, mva
+from whatif.scenarios.studies.capacity import GAP_COLUMNS, bound_gap, light_costs, mva
 from hbench_helpers import assert_refused_at_load, with_keys
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "webserver-capacity.toml"
@@ -63,8 +63,11 @@ def test_curves_rise_to_the_cpu_bound(study):
     assert math.prod(1 + gap[k] / 100 for k in GAP_COLUMNS[1:]) == pytest.approx(1 + gap["vs_bound_pct"] / 100)
     assert -5 < gap["gap_utilisation_pct"] <= 1e-9
     assert heavy["share_static"] + heavy["share_cgi"] == pytest.approx(1)
-    # a window holding more of the costly CGI requests than the mix's 15 % serves fewer: a negative draw
-    assert (heavy["share_cgi"] > 0.15) == (gap["gap_draw_pct"] < 0)
+    # a window holding more of the costly CGI requests than the mix's 15 % serves fewer
+    assert (heavy["share_cgi"] > 0.15) == (gap["gap_types_pct"] < 0)
+    # at light load the requests are priced at their own costs: no interference, no files drawn
+    assert light["gap_interference_pct"] == pytest.approx(0, abs=1e-6)
+    assert light["gap_files_pct"] == pytest.approx(0, abs=1e-6)
 
 
 def test_what_ifs_side_by_side(study):
@@ -110,7 +113,7 @@ def test_tables_figure_report_and_headline(study):
     assert (out / "curves.png").is_file()
     html = (out / "report.html").read_text()
     assert "Planner&#x27;s cross-check" in html or "Planner's cross-check" in html
-    assert "draw of types (%)" in html and "window edges (%)" in html
+    assert "types drawn (%)" in html and "interference (%)" in html and "window edges (%)" in html
     # where the host's time went: one entry per server run (the sizing run at 40 workers is the curve's)
     rates = done.output.rates
     pieces = [k for k in rates if k.startswith("host_seconds[")]
@@ -122,36 +125,64 @@ def test_tables_figure_report_and_headline(study):
     assert "saturation vs bound (%)" in done.output.headline_absolute
 
 
+def _requests(types, new, sizes, cost):
+    return pd.DataFrame({"type": types, "new_connection": new, "bytes": sizes,
+                         "cpu_seconds": [cost(t, n, b) for t, n, b in zip(types, new, sizes)]})
+
+
+def _summary(requests, edges, utilisation):
+    """A window of ``requests`` whose busy time is their CPU time / (1 + edges), the CPU busy ``utilisation``."""
+    d_w = requests.cpu_seconds.mean() / (1 + edges)
+    return {"throughput": utilisation / d_w, "cpu_utilisation": utilisation, "service_demand_s": d_w}
+
+
 def test_bound_gap_splits_a_planted_window_exactly():
-    """A window of 100 requests, 20 of them CGI against the mix's 15 %, each type 2 % dearer than at light
-    load, 1 % of the busy time carried by no request of the window, the CPU 97 % busy."""
-    light = {"static": 0.4e-3, "cgi": 6e-3}
+    """Requests whose CPU time is linear in bytes and a new connection per type (so the light-load fit
+    recovers it); a loaded window holding 20 % CGI against the mix's 15 %, bigger static files, each request
+    2 % dearer than at light load, 1 % of its CPU time outside the window, the CPU 97 % busy."""
+    def cost(t, new, size):
+        return (6e-3 + 1e-6 * size) if t == "cgi" else (100e-6 + 50e-6 * new + 2e-9 * size)
+
+    rng = np.random.default_rng(3)
     mix = {"static": 0.85, "cgi": 0.15}
-    d0 = 0.85 * light["static"] + 0.15 * light["cgi"]
-    window = {t: 1.02 * v for t, v in light.items()}
-    d_req = (80 * window["static"] + 20 * window["cgi"]) / 100
-    d_w = d_req / 0.99
-    summary = {"throughput": 0.97 / d_w, "cpu_utilisation": 0.97, "service_demand_s": d_w,
-               "cpu_seconds_per_request": d_req}
-    g = bound_gap(summary, window, {"static": 80, "cgi": 20}, mix, d0)
+    light = _requests(["static"] * 85 + ["cgi"] * 15, rng.integers(0, 2, 100), rng.integers(100, 90_000, 100),
+                      cost)
+    d0 = 0.85 * light.cpu_seconds[light.type == "static"].mean() + 0.15 * light.cpu_seconds[light.type == "cgi"].mean()
+    costs = light_costs(light)
+    assert costs["static"] == pytest.approx([100e-6, 50e-6, 2e-9], rel=1e-6)
+    types, new, sizes = ["static"] * 80 + ["cgi"] * 20, rng.integers(0, 2, 100), rng.integers(100, 200_000, 100)
+    priced = _requests(types, new, sizes, cost)
+    window = priced.assign(cpu_seconds=1.02 * priced.cpu_seconds)
+    g = bound_gap(_summary(window, 0.01, 0.97), window, mix, d0, costs)
+    d_mix = 0.85 * priced.cpu_seconds[:80].mean() + 0.15 * priced.cpu_seconds[80:].mean()
     assert g["gap_utilisation_pct"] == pytest.approx(-3)
+    assert g["gap_files_pct"] == pytest.approx(100 * (d0 / d_mix - 1)) and g["gap_files_pct"] < 0
+    assert g["gap_types_pct"] == pytest.approx(100 * (d_mix / priced.cpu_seconds.mean() - 1))
+    assert g["gap_types_pct"] < -10                                  # 20 % CGI against 15 %
     assert g["gap_interference_pct"] == pytest.approx(100 * (1 / 1.02 - 1))
-    assert g["gap_draw_pct"] == pytest.approx(100 * (1.02 * d0 / d_req - 1)) and g["gap_draw_pct"] < -10
-    assert g["gap_edges_pct"] == pytest.approx(-1)
-    assert g["vs_bound_pct"] == pytest.approx(100 * (0.97 * 0.99 * d0 / d_req - 1))   # X D0 = U D0 / D_w
-    assert g["share_cgi"] == 0.2 and g["demand_nominal_mix_us"] == pytest.approx(1e6 * 1.02 * d0)
-    # a type of the mix the window did not serve: no mix-weighted demand, so no interference or draw
-    g = bound_gap(summary, {"static": window["static"]}, {"static": 100}, mix, d0)
-    assert g["gap_draw_pct"] is None and g["gap_interference_pct"] is None and g["share_cgi"] == 0
+    assert g["gap_edges_pct"] == pytest.approx(1)
+    assert g["vs_bound_pct"] == pytest.approx(100 * (0.97 * 1.01 * d0 / window.cpu_seconds.mean() - 1))
+    assert g["share_cgi"] == 0.2 and g["demand_light_priced_us"] == pytest.approx(1e6 * priced.cpu_seconds.mean())
+    # the light window itself: no interference, no files drawn (its own prices)
+    g = bound_gap(_summary(light, 0, 0.3), light, mix, d0, costs)
+    assert g["gap_interference_pct"] == pytest.approx(0, abs=1e-9) and g["gap_files_pct"] == pytest.approx(0, abs=1e-9)
+    # a type of the mix the window did not serve: the sample's and the load's factors are unknown
+    only_static = window[window.type == "static"]
+    g = bound_gap(_summary(only_static, 0, 1), only_static, mix, d0, costs)
+    assert g["gap_types_pct"] is None and g["gap_interference_pct"] is None and g["share_cgi"] == 0
 
 
-@given(u=st.floats(0.01, 1), x_per=st.floats(0.5, 2), d0=st.floats(1e-5, 1e-2), a=st.floats(1e-5, 1e-2),
-       b=st.floats(1e-5, 1e-2), n_a=st.integers(1, 1000), n_b=st.integers(1, 1000), share=st.floats(0.01, 0.99))
-def test_bound_gap_factors_multiply_to_the_whole(u, x_per, d0, a, b, n_a, n_b, share):
-    d_req = (n_a * a + n_b * b) / (n_a + n_b)
-    d_w = d_req * x_per
-    summary = {"throughput": u / d_w, "cpu_utilisation": u, "service_demand_s": d_w, "cpu_seconds_per_request": d_req}
-    g = bound_gap(summary, {"s": a, "c": b}, {"s": n_a, "c": n_b}, {"s": 1 - share, "c": share}, d0)
+@given(st.lists(st.tuples(st.sampled_from(["s", "c"]), st.booleans(), st.integers(1, 10 ** 6),
+                          st.floats(1e-6, 1e-2)), min_size=8, max_size=40),
+       st.floats(0.01, 1), st.floats(-0.2, 0.2), st.floats(0.01, 0.99))
+def test_bound_gap_factors_multiply_to_the_whole(rows, utilisation, edges, share):
+    requests = pd.DataFrame(rows, columns=["type", "new_connection", "bytes", "cpu_seconds"])
+    if requests.type.nunique() < 2:
+        requests.loc[0, "type"] = "c" if requests.type[0] == "s" else "s"
+    light = requests.sample(frac=1, random_state=1)
+    d0 = (1 - share) * light.cpu_seconds[light.type == "s"].mean() + share * light.cpu_seconds[light.type == "c"].mean()
+    g = bound_gap(_summary(requests, edges, utilisation), requests, {"s": 1 - share, "c": share}, d0,
+                  light_costs(light))
     assert math.prod(1 + g[k] / 100 for k in GAP_COLUMNS[1:]) == pytest.approx(1 + g["vs_bound_pct"] / 100, rel=1e-9)
 
 

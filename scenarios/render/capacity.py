@@ -49,16 +49,18 @@ def add_report(rep: Report, results: dict, curves: pd.DataFrame, what_if: pd.Dat
             for k, v in results["runs"].items()]
     rep.table(pd.DataFrame(rows))
     gaps = [{"run": k, "clients": g["clients"], "vs bound (%)": g["vs_bound_pct"],
-             "CPU idle (%)": g["gap_utilisation_pct"], "interference (%)": g["gap_interference_pct"],
-             "draw of types (%)": g["gap_draw_pct"], "window edges (%)": g["gap_edges_pct"]}
+             "CPU idle (%)": g["gap_utilisation_pct"], "files drawn (%)": g["gap_files_pct"],
+             "types drawn (%)": g["gap_types_pct"], "interference (%)": g["gap_interference_pct"],
+             "window edges (%)": g["gap_edges_pct"]}
             for k, v in results["runs"].items() for g in v["saturation_gap"]]
     if gaps:
         rep.paragraph("A saturated window's throughput against the bound 1/D, split into exact factors (their "
-                      "product is the whole): the CPU's idle share; interference -- the window's own per-type CPU "
-                      "times, weighted by the nominal mix, against D at light load; the draw -- the window's mix "
-                      "of request types against the nominal one (a window with more CGI requests than the mix "
-                      "serves fewer); and CPU time in the window its requests do not carry (work in flight at "
-                      "its edges).")
+                      "product is the whole; positive helps): the CPU's idle share; the window's sample -- its "
+                      "requests priced at light-load costs (per type, CPU time linear in bytes and a new "
+                      "connection), the files it drew within each type against the light window's, then its "
+                      "mix of types against the nominal one; the caches' interference -- what the same "
+                      "requests took under this load against that price; and CPU time in the window its "
+                      "requests do not carry (work in flight at its edges).")
         rep.table(pd.DataFrame(gaps))
     sizing = [{"run": k, "workers": s["workers"], "p95 (s)": s["latency_p95"]}
               for k, v in results["runs"].items() for s in v["sizing"]]

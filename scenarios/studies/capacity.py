@@ -14,15 +14,18 @@ throughput bound is 1/D, the knee N* = (D + Z)/D, and exact MVA for one queueing
 one delay centre (Z) gives the throughput expected at every load.  The curves' ``demand_us`` is the
 operational D = B/C of each load's window (CPU busy time over requests served): where it moves with the
 load, the requests' interference in the caches did.  Each load's throughput against the bound is split
-into exact factors (:func:`bound_gap`): the CPU's idle share, the interference, the window's draw of request
-types, and CPU time at the window's edges -- a saturated window short of 1/D says which.
+into exact factors (:func:`bound_gap`): the CPU's idle share, the window's draw of files and of request
+types (its requests priced at light-load costs), the caches' interference (the same requests' CPU time
+under the load against that price), and CPU time at the window's edges -- a saturated window short of
+1/D says which: the sample, or the load.
 
 ``results.json``::
 
     {"runs": {label: {"curve": [{clients, throughput, latency_p50, latency_p95, latency_p99,
                                  cpu_utilisation, demand_us, think_s, mva_throughput, bound_throughput,
-                                 demand_requests_us, demand_nominal_mix_us, share_<type>, vs_bound_pct,
-                                 gap_utilisation_pct, gap_interference_pct, gap_draw_pct, gap_edges_pct}],
+                                 demand_requests_us, demand_light_priced_us, share_<type>, vs_bound_pct,
+                                 gap_utilisation_pct, gap_files_pct, gap_types_pct, gap_interference_pct,
+                                 gap_edges_pct}],
                       "saturation_throughput", "bound_throughput",
                       "saturated_loads", "peak_throughput", "saturation_vs_bound_pct", "demand_us",
                       "demand_at_saturation_us", "saturation_gap": [{clients, vs_bound_pct, gap_*}],
@@ -66,7 +69,8 @@ from whatif.simulator.os.webserver import (MAX_CLIENTS, MAX_REQUESTS, MAX_WORKER
 from whatif.simulator.platform import load_platform
 
 # the factors of a window's throughput against the light-load bound (:func:`bound_gap`)
-GAP_COLUMNS = ("vs_bound_pct", "gap_utilisation_pct", "gap_interference_pct", "gap_draw_pct", "gap_edges_pct")
+GAP_COLUMNS = ("vs_bound_pct", "gap_utilisation_pct", "gap_files_pct", "gap_types_pct", "gap_interference_pct",
+               "gap_edges_pct")
 
 
 class WhatIf(BaseModel):
@@ -121,37 +125,59 @@ def capacity_task(item: dict, shared: dict, progress=None) -> dict:
     r = run.requests
     return {"summary": run.summary, "think_s": float(((r.start - r.connected) + (r.end - r.served)).mean()),
             "type_demand_s": r.groupby("type")["cpu_seconds"].mean().to_dict(),
-            "type_counts": r.groupby("type").size().to_dict(),
-            "requests": r[["client", "seq", "cpu_seconds"]], "host_seconds": time.perf_counter() - started}
+            "requests": r[["client", "seq", "type", "bytes", "new_connection", "cpu_seconds"]],
+            "host_seconds": time.perf_counter() - started}
 
 
-def bound_gap(summary: dict, type_demand_s: dict[str, float], type_counts: dict[str, int], mix: dict[str, float],
-              light_demand_s: float) -> dict:
-    """A window's throughput X against the planner's bound 1/D0 (D0: the mix-weighted demand at light load),
-    split into exact factors, X D0 = U (D0 / D_mix) (D_mix / D_req) (D_req / D_w):
+def light_costs(light: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per request type, what a request costs without load: least squares of its CPU seconds on
+    (1, new connection, bytes) over the light-load window's requests (rows ``type``, ``new_connection``,
+    ``bytes``, ``cpu_seconds``)."""
+    out = {}
+    for rtype, g in light.groupby("type"):
+        x = np.column_stack([np.ones(len(g)), g.new_connection.to_numpy(float), g.bytes.to_numpy(float)])
+        out[rtype] = np.linalg.lstsq(x, g.cpu_seconds.to_numpy(float), rcond=None)[0]
+    return out
+
+
+def bound_gap(summary: dict, requests: pd.DataFrame, mix: dict[str, float], light_demand_s: float,
+              costs: dict[str, np.ndarray]) -> dict:
+    """A window's throughput X against the planner's bound 1/D0 (D0: the light-load window's per-type mean
+    CPU times weighted by the mix), split into exact factors,
+    X D0 = U (D0 / D_mix) (D_mix / D_light) (D_light / D_req) (D_req / D_w):
 
     * ``gap_utilisation_pct``: the CPU's idle share, U - 1 (X = U / D_w, the utilisation law);
-    * ``gap_interference_pct``: D0 / D_mix - 1, where D_mix weights this window's mean CPU time of each
-      request type by the nominal mix -- the same types cost more under this load (cache interference);
-    * ``gap_draw_pct``: D_mix / D_req - 1, where D_req is the mean CPU time of the window's requests -- the
-      window drew more (negative) or fewer of the expensive types than the mix;
+    * ``gap_files_pct``: D0 / D_mix - 1, where D_mix prices this window's requests at light-load costs
+      (``costs``: :func:`light_costs`) and weights each type's mean by the mix -- the window's draw of
+      files (sizes, new connections) within each type, against the light window's;
+    * ``gap_types_pct``: D_mix / D_light - 1, where D_light is the mean light-load price of the window's
+      requests -- the window drew more (negative) or fewer of the expensive types than the mix;
+    * ``gap_interference_pct``: D_light / D_req - 1, where D_req is the mean CPU time the window's requests
+      took -- the same requests cost more (negative) or less under this load: the caches' interference;
     * ``gap_edges_pct``: D_req / D_w - 1, where D_w = B/C is the CPU busy time over requests served -- CPU
       time in the window that its requests' own counts do not carry (work in flight at its edges).
 
-    Each is a percentage; ``vs_bound_pct`` = 100 (X D0 - 1) is their product's.  D_mix needs every type of
-    the mix in the window; otherwise it and the two factors that use it are None."""
-    served = sum(type_counts.values())
-    d_w, d_req = summary["service_demand_s"], summary["cpu_seconds_per_request"]
+    Each is a percentage; ``vs_bound_pct`` = 100 (X D0 - 1) is their product's.  The files, types and
+    interference factors need a light-load cost for every type the window or the mix holds, and every
+    type of the mix in the window; otherwise they are None."""
+    d_w, d_req = summary["service_demand_s"], float(requests.cpu_seconds.mean())
     mix = {t: v for t, v in mix.items() if v}
-    d_mix = sum(v * type_demand_s[t] for t, v in mix.items()) if set(mix) <= set(type_demand_s) else None
-    return {"demand_requests_us": 1e6 * d_req,
-            "demand_nominal_mix_us": 1e6 * d_mix if d_mix else None,
-            **{f"share_{t}": type_counts.get(t, 0) / served for t in sorted(set(mix) | set(type_counts))},
-            "vs_bound_pct": 100 * (summary["throughput"] * light_demand_s - 1),
-            "gap_utilisation_pct": 100 * (summary["cpu_utilisation"] - 1),
-            "gap_interference_pct": 100 * (light_demand_s / d_mix - 1) if d_mix else None,
-            "gap_draw_pct": 100 * (d_mix / d_req - 1) if d_mix else None,
-            "gap_edges_pct": 100 * (d_req / d_w - 1)}
+    served = requests.type.value_counts()
+    out = {"demand_requests_us": 1e6 * d_req, "demand_light_priced_us": None,
+           **{f"share_{t}": served.get(t, 0) / len(requests) for t in sorted(set(mix) | set(served.index))},
+           "vs_bound_pct": 100 * (summary["throughput"] * light_demand_s - 1),
+           "gap_utilisation_pct": 100 * (summary["cpu_utilisation"] - 1),
+           "gap_files_pct": None, "gap_types_pct": None, "gap_interference_pct": None,
+           "gap_edges_pct": 100 * (d_req / d_w - 1)}
+    if not (set(served.index) | set(mix)) <= set(costs) or not set(mix) <= set(served.index):
+        return out
+    coef = np.stack([costs[t] for t in requests.type])
+    priced = pd.Series(coef[:, 0] + coef[:, 1] * requests.new_connection.to_numpy(float)
+                       + coef[:, 2] * requests.bytes.to_numpy(float), index=requests.index)
+    d_light = float(priced.mean())
+    d_mix = sum(v * float(priced[requests.type == t].mean()) for t, v in mix.items())
+    return {**out, "demand_light_priced_us": 1e6 * d_light, "gap_files_pct": 100 * (light_demand_s / d_mix - 1),
+            "gap_types_pct": 100 * (d_mix / d_light - 1), "gap_interference_pct": 100 * (d_light / d_req - 1)}
 
 
 def mva(demand: float, think: float, n_max: int) -> np.ndarray:
@@ -267,8 +293,8 @@ class CapacityStudy(StudyKind):
             think = curve.think_s.iloc[0]
             model = mva(demand, think, max(spec.clients))
             curve["mva_throughput"] = [model[n - 1] for n in curve.clients]
-            gaps = pd.DataFrame([bound_gap(o["summary"], o["type_demand_s"], o["type_counts"], i["mix"], demand)
-                                 for i, o in mine])
+            costs = light_costs(light["requests"])
+            gaps = pd.DataFrame([bound_gap(o["summary"], o["requests"], i["mix"], demand, costs) for i, o in mine])
             curve = pd.concat([curve, gaps], axis=1)
             curve["bound_throughput"] = np.minimum(curve.clients / (demand + think), 1 / demand)
             within = curve[curve.latency_p95 <= spec.p95_objective_s].clients
