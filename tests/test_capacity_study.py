@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from whatif.scenarios.runner import run_scenario_file
-from whatif.scenarios.studies.capacity import GAP_COLUMNS, bound_gap, light_costs, mva
+from whatif.scenarios.studies.capacity import (GAP_COLUMNS, NO_PAIRS, bound_gap, light_costs, mva,
+                                               paired_interference)
 from hbench_helpers import assert_refused_at_load, with_keys
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "webserver-capacity.toml"
@@ -68,6 +69,11 @@ def test_curves_rise_to_the_cpu_bound(study):
     # at light load the requests are priced at their own costs: no interference, no files drawn
     assert light["gap_interference_pct"] == pytest.approx(0, abs=1e-6)
     assert light["gap_files_pct"] == pytest.approx(0, abs=1e-6)
+    # the interference measured on the light window's requests that recur at 40 clients (clients 0-3, the
+    # same files), with its interval
+    assert light["interference_pairs"] == 0 and math.isnan(light["interference_paired_pct"])
+    assert gap["interference_pairs"] >= 10
+    assert gap["interference_ci95_low_pct"] < gap["interference_paired_pct"] < gap["interference_ci95_high_pct"]
 
 
 def test_what_ifs_side_by_side(study):
@@ -170,6 +176,16 @@ def test_bound_gap_splits_a_planted_window_exactly():
     only_static = window[window.type == "static"]
     g = bound_gap(_summary(only_static, 0, 1), only_static, mix, d0, costs)
     assert g["gap_types_pct"] is None and g["gap_interference_pct"] is None and g["share_cgi"] == 0
+
+
+def test_paired_interference_compares_the_same_requests():
+    light = pd.DataFrame({"client": [0, 0, 1, 1], "seq": [1, 2, 1, 2], "cpu_seconds": [1e-3, 2e-3, 3e-3, 4e-3]})
+    # the loaded window served two of them 10 % dearer, and requests of its own
+    loaded = pd.DataFrame({"client": [0, 1, 5], "seq": [2, 1, 1], "cpu_seconds": [2.2e-3, 3.3e-3, 9e-3]})
+    p = paired_interference(light, loaded)
+    assert p["interference_pairs"] == 2 and p["interference_paired_pct"] == pytest.approx(100 * (1 / 1.1 - 1))
+    assert p["interference_ci95_low_pct"] == pytest.approx(p["interference_ci95_high_pct"])     # no spread
+    assert paired_interference(light, loaded.assign(client=9)) == NO_PAIRS
 
 
 @given(st.lists(st.tuples(st.sampled_from(["s", "c"]), st.booleans(), st.integers(1, 10 ** 6),

@@ -51,7 +51,11 @@ def add_report(rep: Report, results: dict, curves: pd.DataFrame, what_if: pd.Dat
     gaps = [{"run": k, "clients": g["clients"], "vs bound (%)": g["vs_bound_pct"],
              "CPU idle (%)": g["gap_utilisation_pct"], "files drawn (%)": g["gap_files_pct"],
              "types drawn (%)": g["gap_types_pct"], "interference (%)": g["gap_interference_pct"],
-             "window edges (%)": g["gap_edges_pct"]}
+             "window edges (%)": g["gap_edges_pct"],
+             "interference, paired (%)": g["interference_paired_pct"],
+             "paired 95 % interval": (f"{g['interference_ci95_low_pct']:+.1f} to {g['interference_ci95_high_pct']:+.1f}"
+                                      if g["interference_pairs"] else "–"),
+             "pairs": g["interference_pairs"]}
             for k, v in results["runs"].items() for g in v["saturation_gap"]]
     if gaps:
         rep.paragraph("A saturated window's throughput against the bound 1/D, split into exact factors (their "
@@ -60,7 +64,9 @@ def add_report(rep: Report, results: dict, curves: pd.DataFrame, what_if: pd.Dat
                       "connection), the files it drew within each type against the light window's, then its "
                       "mix of types against the nominal one; the caches' interference -- what the same "
                       "requests took under this load against that price; and CPU time in the window its "
-                      "requests do not carry (work in flight at its edges).")
+                      "requests do not carry (work in flight at its edges).  The interference again without a "
+                      "fit: the light window's requests that recur in this one (the same files), their CPU time "
+                      "at light load against this load's.")
         rep.table(pd.DataFrame(gaps))
     sizing = [{"run": k, "workers": s["workers"], "p95 (s)": s["latency_p95"]}
               for k, v in results["runs"].items() for s in v["sizing"]]

@@ -17,7 +17,8 @@ load, the requests' interference in the caches did.  Each load's throughput agai
 into exact factors (:func:`bound_gap`): the CPU's idle share, the window's draw of files and of request
 types (its requests priced at light-load costs), the caches' interference (the same requests' CPU time
 under the load against that price), and CPU time at the window's edges -- a saturated window short of
-1/D says which: the sample, or the load.
+1/D says which: the sample, or the load.  The interference is also measured without a fit, on the light
+window's requests that recur in a loaded one (the same files: common random numbers), with its interval.
 
 ``results.json``::
 
@@ -25,7 +26,8 @@ under the load against that price), and CPU time at the window's edges -- a satu
                                  cpu_utilisation, demand_us, think_s, mva_throughput, bound_throughput,
                                  demand_requests_us, demand_light_priced_us, share_<type>, vs_bound_pct,
                                  gap_utilisation_pct, gap_files_pct, gap_types_pct, gap_interference_pct,
-                                 gap_edges_pct}],
+                                 gap_edges_pct, interference_paired_pct, interference_ci95_low_pct,
+                                 interference_ci95_high_pct, interference_pairs}],
                       "saturation_throughput", "bound_throughput",
                       "saturated_loads", "peak_throughput", "saturation_vs_bound_pct", "demand_us",
                       "demand_at_saturation_us", "saturation_gap": [{clients, vs_bound_pct, gap_*}],
@@ -71,6 +73,10 @@ from whatif.simulator.platform import load_platform
 # the factors of a window's throughput against the light-load bound (:func:`bound_gap`)
 GAP_COLUMNS = ("vs_bound_pct", "gap_utilisation_pct", "gap_files_pct", "gap_types_pct", "gap_interference_pct",
                "gap_edges_pct")
+# ... and the interference measured on the requests the light window and a loaded one share
+PAIRED_COLUMNS = ("interference_paired_pct", "interference_ci95_low_pct", "interference_ci95_high_pct",
+                  "interference_pairs")
+NO_PAIRS = {**dict.fromkeys(PAIRED_COLUMNS[:3]), "interference_pairs": 0}      # the light window itself, or none
 
 
 class WhatIf(BaseModel):
@@ -178,6 +184,19 @@ def bound_gap(summary: dict, requests: pd.DataFrame, mix: dict[str, float], ligh
     d_mix = sum(v * float(priced[requests.type == t].mean()) for t, v in mix.items())
     return {**out, "demand_light_priced_us": 1e6 * d_light, "gap_files_pct": 100 * (light_demand_s / d_mix - 1),
             "gap_types_pct": 100 * (d_mix / d_light - 1), "gap_interference_pct": 100 * (d_light / d_req - 1)}
+
+
+def paired_interference(light: pd.DataFrame, requests: pd.DataFrame) -> dict:
+    """The interference measured without a fit: the light-load window's requests that recur in this window
+    (the same client and request number: the same file, with common random numbers), their mean CPU time
+    at light load over theirs under this load (:func:`paired_speed`; positive: cheaper under the load), with
+    its 95 % interval.  None where the windows share fewer than two requests."""
+    try:
+        pr = paired_speed(light, requests)
+    except SimulatorInputError:
+        return NO_PAIRS
+    return {"interference_paired_pct": 100 * (pr["ratio"] - 1), "interference_ci95_low_pct": 100 * (pr["ci_low"] - 1),
+            "interference_ci95_high_pct": 100 * (pr["ci_high"] - 1), "interference_pairs": pr["shared_requests"]}
 
 
 def mva(demand: float, think: float, n_max: int) -> np.ndarray:
@@ -294,7 +313,9 @@ class CapacityStudy(StudyKind):
             model = mva(demand, think, max(spec.clients))
             curve["mva_throughput"] = [model[n - 1] for n in curve.clients]
             costs = light_costs(light["requests"])
-            gaps = pd.DataFrame([bound_gap(o["summary"], o["requests"], i["mix"], demand, costs) for i, o in mine])
+            gaps = pd.DataFrame([{**bound_gap(o["summary"], o["requests"], i["mix"], demand, costs),
+                                  **(paired_interference(light["requests"], o["requests"]) if k else NO_PAIRS)}
+                                 for k, (i, o) in enumerate(mine)])
             curve = pd.concat([curve, gaps], axis=1)
             curve["bound_throughput"] = np.minimum(curve.clients / (demand + think), 1 / demand)
             within = curve[curve.latency_p95 <= spec.p95_objective_s].clients
@@ -310,7 +331,8 @@ class CapacityStudy(StudyKind):
                            "saturation_vs_bound_pct": 100 * (saturation * demand - 1) if saturation else None,
                            "demand_us": 1e6 * demand,
                            "demand_at_saturation_us": float(plateau.demand_us.mean()) if len(plateau) else None,
-                           "saturation_gap": plateau[["clients", *GAP_COLUMNS]].to_dict(orient="records"),
+                           "saturation_gap": plateau[["clients", *GAP_COLUMNS, *PAIRED_COLUMNS]].to_dict(
+                               orient="records"),
                            "think_s": think, "knee_clients": (demand + think) / demand,
                            "max_clients_within_objective": int(within.max()) if len(within) else None,
                            "workers_needed": enough[0] if enough else None,
