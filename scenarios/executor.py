@@ -143,10 +143,10 @@ class Executor:
         then starts the costliest first, so that no long item is left to run alone at the end."""
         if self.workers is not None:
             workers = self.workers
+        if self._client is None and (workers <= 1 or len(items) <= 1):
+            return [fn(item, shared, progress=progress) for item in items]
         order = sorted(range(len(items)), key=lambda k: -cost(items[k])) if cost else list(range(len(items)))
         if self._client is None:
-            if workers <= 1 or len(items) <= 1:
-                return [fn(item, shared, progress=progress) for item in items]
             return self._pool_map(fn, items, order, shared, progress, units, workers)
         from distributed import as_completed
 

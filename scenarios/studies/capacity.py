@@ -130,7 +130,6 @@ def capacity_task(item: dict, shared: dict, progress=None) -> dict:
         progress(1)
     r = run.requests
     return {"summary": run.summary, "think_s": float(((r.start - r.connected) + (r.end - r.served)).mean()),
-            "type_demand_s": r.groupby("type")["cpu_seconds"].mean().to_dict(),
             "requests": r[["client", "seq", "type", "bytes", "new_connection", "cpu_seconds"]],
             "host_seconds": time.perf_counter() - started}
 
@@ -307,8 +306,9 @@ class CapacityStudy(StudyKind):
             # the planner measures D and Z at light load and predicts the rest (operational laws, MVA); D is
             # the request types' demands weighted by the mix (multi-class), not the window's draw of types
             light, mix = mine[0][1], {t: v for t, v in mine[0][0]["mix"].items() if v}
-            demand = (sum(v * light["type_demand_s"][t] for t, v in mix.items())
-                      if set(mix) <= set(light["type_demand_s"]) else light["summary"]["service_demand_s"])
+            type_demand = light["requests"].groupby("type").cpu_seconds.mean()
+            demand = (sum(v * type_demand[t] for t, v in mix.items())
+                      if set(mix) <= set(type_demand.index) else light["summary"]["service_demand_s"])
             think = curve.think_s.iloc[0]
             model = mva(demand, think, max(spec.clients))
             curve["mva_throughput"] = [model[n - 1] for n in curve.clients]
