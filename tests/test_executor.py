@@ -99,8 +99,10 @@ POOL_WORK = """
 import os, time
 
 def sleep_forever(folder, shared, progress=None):
-    with open(os.path.join(folder, f"worker-{os.getpid()}"), "w") as fh:
+    # written aside and renamed: the test must never read a worker file before its pid is in it
+    with open(os.path.join(folder, f"tmp-{os.getpid()}"), "w") as fh:
         fh.write(str(os.getppid()))
+    os.rename(os.path.join(folder, f"tmp-{os.getpid()}"), os.path.join(folder, f"worker-{os.getpid()}"))
     time.sleep(600)
 """
 
