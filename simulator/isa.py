@@ -104,6 +104,10 @@ class InstrBlock:
     def slice(self, start: int, stop: int) -> "InstrBlock":
         return InstrBlock(**{name: getattr(self, name)[start:stop] for name, _ in FIELDS})
 
+    def moved(self, mem_addr: np.ndarray) -> "InstrBlock":
+        """The same instructions at other data addresses: every array but ``mem_addr`` shared."""
+        return InstrBlock(**({name: getattr(self, name) for name, _ in FIELDS} | {"mem_addr": mem_addr}))
+
     def validate(self) -> None:
         """Check the contract (lengths, dtypes, register and op ranges); raises ValueError."""
         n = len(self.pc)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from whatif.simulator.core import Core
-from whatif.simulator.isa import FIELDS, InstrBlock, isa_for
+from whatif.simulator.isa import InstrBlock, isa_for
 from whatif.simulator.lru import LruCache
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.os.primitives import OsCode
@@ -62,30 +62,31 @@ class Kernel:
         if not layout:
             return self.code.block(name, size, src, dst)
         blk, from_src, from_dst = layout
-        addr = blk.mem_addr + from_src * np.uint64(src) + from_dst * np.uint64(dst)
-        return InstrBlock(**({f: getattr(blk, f) for f, _ in FIELDS} | {"mem_addr": addr}))
+        return blk.moved(blk.mem_addr + from_src * np.uint64(src) + from_dst * np.uint64(dst))
 
     def _layout(self, name: str, size: int, no_dst: bool) -> tuple:
         """(the block at source and destination 0, the addresses that follow the source, those that follow
         the destination) of a (primitive, size), from its blocks at the probe buffers: each address must
         move with exactly one buffer or with none, and nothing else change; else () (built call by call).
-        Without a destination, per-page work starts at a kernel buffer: only the source moves."""
+        Without a destination, per-page work starts at a kernel buffer: only the source moves.  The probes
+        compare the calls' tails (``OsCode.tail``): the fixed prefix never moves, and registers follow
+        positions."""
         d0 = 0 if no_dst else PROBE_DST
-        ref = self.code.block(name, size, 0, d0)
-        moved = {"src": self.code.block(name, size, PROBE_SRC, d0)}
-        if not no_dst:
-            moved["dst"] = self.code.block(name, size, 0, 2 * PROBE_DST)
+        ref, tail = self.code.block(name, size, 0, d0), self.code.tail(name, size, 0, d0)
+        at = len(ref) - len(tail["op"])
+        probes = {"src": (PROBE_SRC, d0)} | ({} if no_dst else {"dst": (0, 2 * PROBE_DST)})
         masks = {"src": np.zeros(len(ref), np.uint64), "dst": np.zeros(len(ref), np.uint64)}
-        for which, b in moved.items():
-            if any(not np.array_equal(getattr(b, f), getattr(ref, f)) for f, _ in FIELDS if f != "mem_addr"):
+        for which, (src, dst) in probes.items():
+            moved = self.code.tail(name, size, src, dst)
+            if any(not np.array_equal(moved[f], tail[f]) for f in tail if f != "addr"):
                 return ()
             step = np.uint64(PROBE_SRC if which == "src" else PROBE_DST)
-            diff = b.mem_addr - ref.mem_addr
+            diff = moved["addr"] - tail["addr"]
             if not ((diff == 0) | (diff == step)).all():
                 return ()
-            masks[which] = (diff == step).astype(np.uint64)
+            masks[which][at:] = diff == step
         zero = ref.mem_addr - masks["dst"] * np.uint64(d0)
-        return InstrBlock(**({f: getattr(ref, f) for f, _ in FIELDS} | {"mem_addr": zero})), masks["src"], masks["dst"]
+        return ref.moved(zero), masks["src"], masks["dst"]
 
     def call(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> int:
         """Run one call; returns its cycles."""

@@ -266,8 +266,24 @@ class OsCode:
 
     def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
         """The instructions of one call of ``name`` moving ``size`` bytes from ``src`` to ``dst``."""
-        spec = self.spec(name)
         prefix = self._prefix(name)
+        parts = self._tail(name, size, src, dst)
+        if prefix is None and not parts:
+            raise SimulatorInputError(f"primitive {name!r} has no instructions for size {size}")
+        return self._assemble(prefix, parts) if parts else prefix
+
+    def tail(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> dict[str, np.ndarray]:
+        """What of a call's block follows the primitive's fixed prefix, before registers are assigned (which
+        depends on positions only): its instructions' pc, op, flags, taken, target, addr and msize, each
+        one array.  Cheaper than the block; two calls whose tails agree but in addresses have blocks that
+        agree but in addresses."""
+        parts = self._tail(name, size, src, dst)
+        return {f: (np.concatenate([np.broadcast_to(np.asarray(p.get(f, 8)), len(p["op"])) for p in parts])
+                    if parts else np.zeros(0)) for f in ("pc", "op", "flags", "taken", "target", "addr", "msize")}
+
+    def _tail(self, name: str, size: int, src: int, dst: int) -> list[dict]:
+        """The per-call parts of a block: the copy and read loops, then the per-unit work."""
+        spec = self.spec(name)
         text, data = self.text_at[name], self.data_at[name]
         pt_text = text + self.size * spec.path_instructions         # then the page-table copy,
         loop_text = pt_text + self.size * 4 * spec.page_table_entries   # the copy and read loops,
@@ -280,16 +296,21 @@ class OsCode:
             if units:
                 parts.append(self._units(pu.instructions, unit_text, unit_data, units,
                                          dst or self.kernel_buffer(self.index[name]), pu.bytes))
-        if prefix is None and not parts:
-            raise SimulatorInputError(f"primitive {name!r} has no instructions for size {size}")
-        return self._assemble(prefix, parts) if parts else prefix
+        return parts
 
     def user_block(self, program: int, process: int, instructions: int, data_kb: float) -> InstrBlock:
         """User-mode code: a path without traps in the text of ``program`` (shared by the processes running
         it: forked workers share their text pages) over the data of ``process`` (its own heap)."""
         text = USER_TEXT + (int(program) % 64) * USER_STRIDE
         data = USER_TEXT + (64 + int(process) % 4096) * USER_STRIDE
-        return self._assemble(None, [self._path(int(instructions), text, data, data_kb, 0, 0)])
+
+        def build() -> tuple[InstrBlock, np.ndarray]:      # the program's path over data at 0, its memory accesses
+            blk = self._assemble(None, [self._path(int(instructions), text, 0, data_kb, 0, 0)])
+            return blk, ((blk.op == OP_LOAD) | (blk.op == OP_STORE)).astype(np.uint64)
+        # every process runs the same instructions over its own data: one template, moved (a server's hundreds
+        # of workers would otherwise build a block each)
+        blk, mem = self._templates.get(("user", text, int(instructions), float(data_kb)), build)
+        return blk.moved(blk.mem_addr + mem * np.uint64(data))
 
     def _rotation(self, n: int) -> np.ndarray:
         """0, 1, ..., gprs - 3, 0, 1, ... (int8), at least ``n`` long: the registers by position."""
