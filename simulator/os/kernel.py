@@ -69,22 +69,27 @@ class Kernel:
         the destination) of a (primitive, size), from its blocks at the probe buffers: each address must
         move with exactly one buffer or with none, and nothing else change; else () (built call by call).
         Without a destination, per-page work starts at a kernel buffer: only the source moves.  The probes
-        compare the calls' tails (``OsCode.tail``): the fixed prefix never moves, and registers follow
-        positions."""
+        compare the calls' tails part by part (``OsCode.tail``): the fixed prefix never moves, and
+        registers follow positions."""
         d0 = 0 if no_dst else PROBE_DST
         ref, tail = self.code.block(name, size, 0, d0), self.code.tail(name, size, 0, d0)
-        at = len(ref) - len(tail["op"])
         probes = {"src": (PROBE_SRC, d0)} | ({} if no_dst else {"dst": (0, 2 * PROBE_DST)})
         masks = {"src": np.zeros(len(ref), np.uint64), "dst": np.zeros(len(ref), np.uint64)}
         for which, (src, dst) in probes.items():
             moved = self.code.tail(name, size, src, dst)
-            if any(not np.array_equal(moved[f], tail[f]) for f in tail if f != "addr"):
+            if len(moved) != len(tail):
                 return ()
             step = np.uint64(PROBE_SRC if which == "src" else PROBE_DST)
-            diff = moved["addr"] - tail["addr"]
-            if not ((diff == 0) | (diff == step)).all():
-                return ()
-            masks[which][at:] = diff == step
+            at = len(ref) - sum(len(t["op"]) for t in tail)
+            for t, m in zip(tail, moved):
+                if any(t.get(f, 8) is not m.get(f, 8) and not np.array_equal(t.get(f, 8), m.get(f, 8))
+                       for f in ("pc", "op", "flags", "taken", "target", "msize")):
+                    return ()
+                diff = m["addr"] - t["addr"]
+                if not ((diff == 0) | (diff == step)).all():
+                    return ()
+                masks[which][at:at + len(diff)] = diff == step
+                at += len(diff)
         zero = ref.mem_addr - masks["dst"] * np.uint64(d0)
         return ref.moved(zero), masks["src"], masks["dst"]
 

@@ -267,22 +267,17 @@ class OsCode:
     def block(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> InstrBlock:
         """The instructions of one call of ``name`` moving ``size`` bytes from ``src`` to ``dst``."""
         prefix = self._prefix(name)
-        parts = self._tail(name, size, src, dst)
+        parts = self.tail(name, size, src, dst)
         if prefix is None and not parts:
             raise SimulatorInputError(f"primitive {name!r} has no instructions for size {size}")
         return self._assemble(prefix, parts) if parts else prefix
 
-    def tail(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> dict[str, np.ndarray]:
+    def tail(self, name: str, size: int = 0, src: int = 0, dst: int = 0) -> list[dict]:
         """What of a call's block follows the primitive's fixed prefix, before registers are assigned (which
-        depends on positions only): its instructions' pc, op, flags, taken, target, addr and msize, each
-        one array.  Cheaper than the block; two calls whose tails agree but in addresses have blocks that
+        depend on positions only): its parts -- the copy and read loops, then the per-unit work --, each a
+        dict of pc, op, flags, taken, target and addr arrays (and msize, an int or an array; 8 where
+        absent).  Cheaper than the block; two calls whose tails agree but in addresses have blocks that
         agree but in addresses."""
-        parts = self._tail(name, size, src, dst)
-        return {f: (np.concatenate([np.broadcast_to(np.asarray(p.get(f, 8)), len(p["op"])) for p in parts])
-                    if parts else np.zeros(0)) for f in ("pc", "op", "flags", "taken", "target", "addr", "msize")}
-
-    def _tail(self, name: str, size: int, src: int, dst: int) -> list[dict]:
-        """The per-call parts of a block: the copy and read loops, then the per-unit work."""
         spec = self.spec(name)
         text, data = self.text_at[name], self.data_at[name]
         pt_text = text + self.size * spec.path_instructions         # then the page-table copy,
