@@ -76,7 +76,16 @@ GAP_COLUMNS = ("vs_bound_pct", "gap_utilisation_pct", "gap_files_pct", "gap_type
 # ... and the interference measured on the requests the light window and a loaded one share
 PAIRED_COLUMNS = ("interference_paired_pct", "interference_ci95_low_pct", "interference_ci95_high_pct",
                   "interference_pairs")
-NO_PAIRS = {**dict.fromkeys(PAIRED_COLUMNS[:3]), "interference_pairs": 0}      # the light window itself, or none
+# ... and a what-if's capacity change measured on the requests it and the baseline both served
+CHANGE_COLUMNS = ("capacity_change_paired_pct", "ci95_low_pct", "ci95_high_pct", "paired_requests")
+
+
+def unpaired(columns: tuple[str, ...]) -> dict:
+    """A paired measure's columns where nothing is paired: no change, no interval, no requests."""
+    return {**dict.fromkeys(columns[:3]), columns[3]: 0}
+
+
+NO_PAIRS = unpaired(PAIRED_COLUMNS)          # the light window itself, or none in common
 
 
 class WhatIf(BaseModel):
@@ -185,17 +194,24 @@ def bound_gap(summary: dict, requests: pd.DataFrame, mix: dict[str, float], ligh
             "gap_types_pct": 100 * (d_mix / d_light - 1), "gap_interference_pct": 100 * (d_light / d_req - 1)}
 
 
+def paired_pct(before: pd.DataFrame, after: pd.DataFrame, columns: tuple[str, ...]) -> dict:
+    """``columns`` (change, 95 % interval low and high, all in percent; the requests paired) of
+    :func:`paired_speed` of the requests ``before`` and ``after`` both served: positive where ``after``
+    took less CPU.  The change None and no requests where they share fewer than two."""
+    try:
+        pr = paired_speed(before, after)
+    except SimulatorInputError:
+        return unpaired(columns)
+    return dict(zip(columns, (100 * (pr["ratio"] - 1), 100 * (pr["ci_low"] - 1), 100 * (pr["ci_high"] - 1),
+                              pr["shared_requests"])))
+
+
 def paired_interference(light: pd.DataFrame, requests: pd.DataFrame) -> dict:
     """The interference measured without a fit: the light-load window's requests that recur in this window
     (the same client and request number: the same file, with common random numbers), their mean CPU time
-    at light load over theirs under this load (:func:`paired_speed`; positive: cheaper under the load), with
-    its 95 % interval.  None where the windows share fewer than two requests."""
-    try:
-        pr = paired_speed(light, requests)
-    except SimulatorInputError:
-        return NO_PAIRS
-    return {"interference_paired_pct": 100 * (pr["ratio"] - 1), "interference_ci95_low_pct": 100 * (pr["ci_low"] - 1),
-            "interference_ci95_high_pct": 100 * (pr["ci_high"] - 1), "interference_pairs": pr["shared_requests"]}
+    at light load over theirs under this load (positive: cheaper under the load), with its 95 % interval;
+    :data:`NO_PAIRS` where the windows share fewer than two requests."""
+    return paired_pct(light, requests, PAIRED_COLUMNS)
 
 
 def mva(demand: float, think: float, n_max: int) -> np.ndarray:
@@ -278,23 +294,16 @@ class CapacityStudy(StudyKind):
         where both saturate (the same files: common random numbers): at saturation a throughput is 1 / the
         CPU seconds per request, so the change is the baseline's mean over the what-if's, with its 95 %
         interval (:func:`paired_speed`).  None where no load saturates both, or for the baseline itself."""
-        none = {"capacity_change_paired_pct": None, "ci95_low_pct": None, "ci95_high_pct": None,
-                "paired_requests": 0}
         loads = sorted(set(r["saturated_loads"]) & set(base["saturated_loads"]))
         if label == base_label or not loads:
-            return none
+            return unpaired(CHANGE_COLUMNS)
 
         def pooled(of: str) -> pd.DataFrame:        # a request: its load, client and number
             return pd.concat([o["requests"].assign(client=o["requests"].client + i["clients"] * MAX_CLIENTS)
                               for i, o in zip(items, outs)
                               if i["label"] == of and not i["sizing"] and i["clients"] in loads])
 
-        try:
-            pr = paired_speed(pooled(base_label), pooled(label))
-        except SimulatorInputError:                 # (no request in common)
-            return none
-        return {"capacity_change_paired_pct": 100 * (pr["ratio"] - 1), "ci95_low_pct": 100 * (pr["ci_low"] - 1),
-                "ci95_high_pct": 100 * (pr["ci_high"] - 1), "paired_requests": pr["shared_requests"]}
+        return paired_pct(pooled(base_label), pooled(label), CHANGE_COLUMNS)
 
     def _analyse(self, spec: CapacitySpec, cases, items, outs) -> StudyOutput:
         runs, curves = {}, []

@@ -75,12 +75,13 @@ class Kernel:
         ref, tail = self.code.block(name, size, 0, d0), self.code.tail(name, size, 0, d0)
         probes = {"src": (PROBE_SRC, d0)} | ({} if no_dst else {"dst": (0, 2 * PROBE_DST)})
         masks = {"src": np.zeros(len(ref), np.uint64), "dst": np.zeros(len(ref), np.uint64)}
+        prefix = len(ref) - sum(len(t["op"]) for t in tail)
         for which, (src, dst) in probes.items():
             moved = self.code.tail(name, size, src, dst)
             if len(moved) != len(tail):
                 return ()
             step = np.uint64(PROBE_SRC if which == "src" else PROBE_DST)
-            at = len(ref) - sum(len(t["op"]) for t in tail)
+            at = prefix
             for t, m in zip(tail, moved):
                 if any(t.get(f, 8) is not m.get(f, 8) and not np.array_equal(t.get(f, 8), m.get(f, 8))
                        for f in ("pc", "op", "flags", "taken", "target", "msize")):
