@@ -61,12 +61,22 @@ class Core(_Strict):
     load_queue: PositiveInt
     store_queue: PositiveInt
     rename_registers: PositiveInt
+    register_read_ports: NonNegativeInt = Field(
+        0, description="reads of retired register values per cycle at rename (P6-family ROB read ports; "
+                       "0: unlimited, else 3 or 4)")
     pipeline_depth: PositiveInt
     mispredict_penalty: PositiveInt
     agi_penalty: NonNegativeInt = 0
     agi_distance: NonNegativeInt = 0
     group_size: PositiveInt = 1
     units: dict[str, FunctionalUnit]
+
+    @model_validator(mode="after")
+    def _read_ports(self) -> "Core":
+        if self.register_read_ports and not 3 <= self.register_read_ports <= 4:
+            raise ValueError(f"register_read_ports must be 0 (unlimited), 3 or 4 (an instruction reads up to three "
+                             f"registers; the model tracks four reads a cycle), got {self.register_read_ports}")
+        return self
 
 
 class CacheLevel(_Strict):

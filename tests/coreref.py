@@ -184,6 +184,8 @@ class RefCore:
         self.ready: dict[int, int] = {}
         self.partial: dict[int, int] = {}           # register (or "flags") -> retire cycle of a pending partial write
         self.writer: dict[int, int] = {}            # register -> index of its last writer
+        self.ports = p.core.register_read_ports     # 0: unlimited
+        self.port_reads: dict[int, set] = {}        # dispatch cycle -> registers read through a port in it
         self.loads: list[int] = []                  # retire cycles of loads
         self.stores: list[int] = []                 # drain cycles of stores
         self.ct = {n: 0 for n in V.COUNTER_NAMES}
@@ -312,6 +314,20 @@ class RefCore:
                 d = b["rat"] = d + RAT_PENALTY
                 dcause = V.CS_RAT
                 ct["rat_events"] += 1
+        if self.ports:
+            def port_reads(t):      # retired (or never written) sources not yet read through a port in t
+                return {r for r in (s1, s2, ar) if r >= 0 and (r not in self.writer or recs[self.writer[r]].r <= t)
+                        } - self.port_reads.get(t, set())
+            need = port_reads(d)
+            if need and len(self.port_reads.get(d, set())) + len(need) > self.ports:
+                d += 1
+                b["rat"] = max(b["rat"], d)
+                dcause = V.CS_RAT
+                ct["rat_events"] += 1
+                ct["rat_read_port_events"] += 1
+                need = port_reads(d)
+            if need:
+                self.port_reads = {d: self.port_reads.get(d, set()) | need}
         if fr > slot:
             p = slot
             hi = min(fr, d)

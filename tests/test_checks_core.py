@@ -10,15 +10,17 @@ CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:
 
 def test_module_is_listed_and_checks_are_registered():
     assert "whatif.scenarios.checks.core" in CHECK_MODULES
-    assert len(CORE_CHECKS) == 7
+    assert len(CORE_CHECKS) == 8
 
 
 def test_quick_checks_pass_on_every_platform():
     results = run_checks(quick=True, only=CORE_CHECKS)
     failed = [(r.name, r.expected, r.measured, r.detail) for r in results if not r.passed]
     assert failed == []
-    # six checks per platform on five platforms, plus two AGI rows for z10 (the only in-order core)
-    assert len(results) == 6 * 5 + 2
+    # six checks per platform on five platforms, plus two AGI rows for z10 (the only in-order core) and two
+    # register-read rows for each of the three Xeons (the only cores with limited read ports)
+    assert len(results) == 6 * 5 + 2 + 2 * 3
+    assert sum("register reads" in r.name for r in results) == 6
     for platform in checks_core.PLATFORMS:
         assert sum(platform in r.name for r in results) >= 6
 
@@ -30,6 +32,14 @@ def test_independent_ops_expectation_from_first_principles():
     assert abs(expected - 1 / 3) < 1e-12         # 3-wide dispatch and retire
     expected, _ = checks_core.independent_expectation(checks_core._platform("z10"))
     assert expected == 0.5                       # in order, pairs
+
+
+def test_read_port_expectation_from_first_principles():
+    nehalem = checks_core._platform("nehalem")
+    assert checks_core.read_port_expectation(nehalem, 2, spread=True) == 1.0     # 3 ports: one 2-read op a cycle
+    assert checks_core.read_port_expectation(nehalem, 1, spread=True) == 1 / 3   # 3 ports = 3 ALUs
+    assert checks_core.read_port_expectation(nehalem, 2, spread=False) == 1 / 3  # shared: the 3 ALUs
+    assert checks_core.read_port_expectation(checks_core._platform("mpc7447a"), 2, spread=True) == 1 / 3
 
 
 def test_chase_layout_defeats_caches_and_spatial_prefetchers():

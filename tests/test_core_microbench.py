@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from whatif.simulator.core import Core
 from whatif.simulator.core import microbench as MB
+from whatif.simulator.platform import load_platform
 from whatif.simulator.isa import CONTROL_OPS, OP_ALU, OP_BRANCH, OP_CALL, OP_JUMP, OP_LOAD, OP_RET
 
 
@@ -26,6 +29,38 @@ def test_independent_ops_mix_and_no_dependences():
     read = set(b.src1[b.src1 >= 0].tolist()) | set(b.src2[b.src2 >= 0].tolist()) | set(b.areg[b.areg >= 0].tolist())
     assert not written & read
     assert (b.size == 4).all() and (np.diff(b.pc[:50].astype(np.int64)) == 4).all()
+
+
+def test_register_reads_read_only_unwritten_registers():
+    for reads in (1, 2, 3):
+        b = MB.register_reads(3000, "x86_64", reads)
+        b.validate()
+        alu = np.flatnonzero(b.op == OP_ALU)
+        srcs = np.stack([b.src1[alu], b.src2[alu], b.areg[alu]], axis=1)
+        assert ((srcs >= 0).sum(axis=1) == reads).all()
+        assert not set(b.dst[b.dst >= 0].tolist()) & set(srcs[srcs >= 0].tolist())
+        nxt = srcs[1:]
+        assert not any(set(a[a >= 0]) & set(c[c >= 0]) for a, c in zip(srcs[:-1], nxt))    # neighbours differ
+    shared = MB.register_reads(3000, "x86_64", 2, spread=False)
+    assert len(set(shared.src1[shared.op == OP_ALU].tolist())) == 1
+    with pytest.raises(ValueError, match="reads must be 1, 2 or 3"):
+        MB.register_reads(100, "x86_64", 4)
+
+
+@pytest.mark.parametrize("ports, spread, cpi", [(3, True, 1.0), (3, False, 1 / 3), (0, True, 1 / 3), (4, True, 0.5)])
+def test_register_read_ports_bound_the_rename_rate(ports, spread, cpi):
+    """Two reads per op: with 3 ports one op a cycle, with 4 two, unlimited or shared registers the 3 ALUs."""
+    p = load_platform("nehalem", [f"core.register_read_ports={ports}"])
+    core = Core(p, seed=1)
+    block = MB.register_reads(30_000, p.isa, 2, spread=spread)
+    core.run(block.slice(0, 10_000))                                 # warm caches and predictors
+    c0 = core.counters(memory=False)
+    core.run(block, start=10_000)
+    c = {k: v - c0[k] for k, v in core.counters(memory=False).items()}
+    assert c["cycles"] / c["instructions"] == pytest.approx(cpi, rel=0.02)
+    late = c["rat_read_port_events"] / c["instructions"]
+    assert (late > 0.9 if ports == 3 and spread else late < 0.01 if ports == 0 or not spread else 0.4 < late < 0.6)
+    assert (c["stall_rat"] > 0) == (ports > 0 and spread)
 
 
 def test_chase_addresses_are_distinct_and_page_grouped():

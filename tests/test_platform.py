@@ -61,6 +61,12 @@ def test_xeons_are_seed002_table_two_and_four():
                 "CPU_CLK_UNHALTED.REF"} <= set(p.pmu.events)
 
 
+def test_only_the_p6_family_xeons_have_limited_register_read_ports():
+    ports = {name: load_platform(name).core.register_read_ports
+             for name in ("harpertown", "nehalem", "westmere", "mpc7447a", "z10")}
+    assert ports == {"harpertown": 3, "nehalem": 3, "westmere": 3, "mpc7447a": 0, "z10": 0}
+
+
 def test_z10_is_in_order_with_agi_and_pairs():
     p = load_platform("z10")
     assert p.core.kind == "in_order" and p.core.group_size == 2 and p.core.agi_penalty > 0
@@ -86,6 +92,8 @@ def write_variant(tmp_path, old, new):
     ("clock_ghz = 1.5", "clock_ghz = -1.5", "clock_ghz"),
     ('kind = "bimodal"', 'kind = "perceptron"', "branch_predictor.kind"),
     ('isa = "powerpc32"', 'isa = "powerpc64"', "isa: .*unknown ISA 'powerpc64'; known: powerpc32"),
+    ("rename_registers = 16", "register_read_ports = 2\nrename_registers = 16",
+     "register_read_ports must be 0 .unlimited., 3 or 4.*got 2"),
 ])
 def test_bad_platform_file_errors_name_file_and_field(tmp_path, old, new, fragment):
     path = write_variant(tmp_path, old, new)

@@ -73,6 +73,41 @@ def independent_ops(quick: bool) -> list[CheckResult]:
     return out
 
 
+def read_port_expectation(platform, reads: int, spread: bool) -> float:
+    """CPI of :func:`~simulator.core.microbench.register_reads`: ops a cycle bounded by the width, the ALUs
+    and, with P read ports and spread registers, ``max(1, P // reads)`` (shared registers are read once a
+    cycle: ``reads`` <= 3 <= P ports)."""
+    core = platform.core
+    per_cycle = min(core.fetch_width, core.dispatch_width, core.issue_width, core.retire_width,
+                    core.units["ialu"].count)
+    if core.register_read_ports and spread:
+        per_cycle = min(per_cycle, max(1, core.register_read_ports // reads))
+    return 1 / per_cycle
+
+
+@register_check("core: register read ports run out on the P6-family Xeons (RAT stalls)")
+def read_ports(quick: bool) -> list[CheckResult]:
+    out = []
+    n = 20_000 if quick else 200_000
+    for name in PLATFORMS:
+        p = _platform(name)
+        if not p.core.register_read_ports:
+            continue
+        for spread in (True, False):
+            d, _ = _measure(p, MB.register_reads(n, p.isa, reads=2, spread=spread), n // 2)
+            cpi = d["cycles"] / d["instructions"]
+            rat = d["stall_rat"] / d["cycles"]
+            expected = read_port_expectation(p, 2, spread)
+            ok = abs(cpi / expected - 1) <= 0.02 and (rat >= 0.5 if spread else rat == 0)
+            what = ("each op reads 2 retired registers its neighbours do not" if spread else
+                    "every op reads the same 2 retired registers (one port read a cycle each)")
+            out.append(CheckResult(f"core: register reads on {name} ({'spread' if spread else 'shared'}), CPI",
+                                   round(expected, 4), round(cpi, 4), ok,
+                                   f"{what}; {p.core.register_read_ports} read ports; RAT stall cycles "
+                                   f"{rat:.0%} of all (expected {'most' if spread else 'none'})"))
+    return out
+
+
 def chase_layout(platform, loads: int = 0) -> tuple[int, int, int]:
     """Footprint (4x the largest cache, and room for ``loads`` distinct addresses, so the chase never
     comes round to a line a non-LRU policy may have kept), stride (no two loads share a 128-byte pair or

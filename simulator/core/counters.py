@@ -69,7 +69,8 @@ COUNTERS: tuple[tuple[str, str], ...] = (
                                "store drains to the cache after retirement)"),
     ("stall_serialize", "dispatch stalled around a serialising instruction"),
     ("stall_rat", "dispatch stalled in rename: a full read of a register or of the flags whose last write "
-                  "was partial and has not retired (partial-register / partial-flags stall)"),
+                  "was partial and has not retired (partial-register / partial-flags stall), or more retired "
+                  "registers to read than the register read ports give in a cycle (ROB read-port stall)"),
     ("stall_branch_miss_clear", "dispatch starved: the front end refills after a mispredicted branch"),
     ("stall_btb", "dispatch starved: decode redirect after a BTB miss"),
     ("stall_icache", "dispatch starved: instruction-cache miss"),
@@ -80,10 +81,12 @@ COUNTERS: tuple[tuple[str, str], ...] = (
     ("issue_stall_agi", "in-order issue stalled: address-generation interlock"),
     ("issue_stall_unit", "in-order issue stalled: functional unit busy (non-pipelined unit)"),
     ("agi_events", "loads/stores that suffered an address-generation interlock"),
-    ("rat_events", "instructions that suffered a RAT (partial-register or partial-flags) stall"),
+    ("rat_events", "instructions that suffered a RAT stall (partial register or flags, or read ports)"),
     ("issue_groups", "in-order cores: issue groups formed"),
     ("mshr_wait_cycles", "cycles L1D misses waited for a free miss-status holding register"),
     ("load_miss_merges", "loads that hit a line still being filled (merged into its MSHR)"),
+    ("rat_read_port_events", "instructions renamed a cycle late because the register read ports were taken "
+                             "(RAT_STALLS.ROB_READ_PORT occurrences)"),
 )
 COUNTER_NAMES: tuple[str, ...] = tuple(n for n, _ in COUNTERS)
 COUNTER_INDEX: dict[str, int] = {n: i for i, n in enumerate(COUNTER_NAMES)}
@@ -93,7 +96,7 @@ NCOUNTERS = len(COUNTERS)
  CT_TAKEN, CT_FP, CT_OTHER, CT_MISPRED, CT_MISPRED_DIR, CT_MISPRED_TGT, CT_BTB_LOOKUPS, CT_BTB_MISSES,
  CT_RAS_MISPRED, CT_FETCH_ACC, CT_ST_ROB, CT_ST_RS, CT_ST_LQ, CT_ST_SQ, CT_ST_SERIAL, CT_ST_RAT, CT_ST_BRCLEAR,
  CT_ST_BTB, CT_ST_ICACHE, CT_ST_ITLB, CT_ST_FETCH, CT_IS_COMPLETION, CT_IS_OPERANDS, CT_IS_AGI, CT_IS_UNIT,
- CT_AGI_EVENTS, CT_RAT_EVENTS, CT_GROUPS, CT_MSHR_WAIT, CT_MERGES) = range(NCOUNTERS)
+ CT_AGI_EVENTS, CT_RAT_EVENTS, CT_GROUPS, CT_MSHR_WAIT, CT_MERGES, CT_PORT_EVENTS) = range(NCOUNTERS)
 
 # ---- CPI-stack causes ---------------------------------------------------------------------------
 # Fixed causes first; data-memory causes follow, one per cache level (in the hierarchy's level order)
@@ -108,7 +111,7 @@ CAUSES: tuple[tuple[str, str], ...] = (
     ("resource", "the oldest instruction could not dispatch: a full back-end structure (store queue "
                  "draining, ...)"),
     ("serialize", "serialising instructions"),
-    ("rat", "partial-register / partial-flags stalls in rename"),
+    ("rat", "rename stalls: partial-register / partial-flags merges, register read ports"),
     ("dependency", "the oldest instruction waited for source operands"),
     ("execution", "functional-unit latency and contention of non-memory operations"),
     ("agi", "address-generation interlock (in-order cores)"),

@@ -80,6 +80,28 @@ def independent_ops(n: int, isa: str, mix: dict[int, int], body: int = 960) -> I
                   areg=np.where(mem, 2, -1), mem_addr=addr, mem_size=np.where(mem, 8, 0))
 
 
+READ_POOL = 32                      # registers 32..63: never written by ``register_reads``
+
+
+def register_reads(n: int, isa: str, reads: int, spread: bool = True, body: int = 960) -> InstrBlock:
+    """Independent ALU ops, each reading ``reads`` (1-3) registers that are never written (their values sit
+    in the permanent register file) and writing one that is never read.  With ``spread`` the registers
+    rotate through a pool of 32, so neighbouring ops read different ones; without it every op reads the
+    same ``reads`` registers.  On a core with P register read ports (a register read twice in a cycle
+    counts once) a spread op needs ``reads`` ports, so ``max(1, P // reads)`` ops rename a cycle."""
+    if not 1 <= reads <= 3:
+        raise ValueError(f"reads must be 1, 2 or 3, got {reads}")
+    it = max(1, n // (body + 1))
+    cols = _loop(isa, np.full(body, OP_ALU, np.uint8), it)
+    m = len(cols["pc"])
+    alu = cols["op"] == OP_ALU
+    k = np.arange(m)
+    srcs = [(READ_POOL + (k * reads + j) % 32) if spread else np.full(m, READ_POOL + j) for j in range(3)]
+    srcs = [np.where(alu & (j < reads), s, -1) for j, s in enumerate(srcs)]
+    return _block(m, **cols, dst=np.where(alu, STABLE_REGS + 4 + k % 8, -1), src1=srcs[0], src2=srcs[1],
+                  areg=srcs[2])
+
+
 def chase_addresses(n: int, footprint: int, stride: int, page: int, seed: int) -> np.ndarray:
     """``n`` distinct addresses spread over ``footprint`` bytes: pages in random order, and within a page
     every ``stride``-th byte in random order (TLB misses amortised over page/stride loads; no two

@@ -86,6 +86,7 @@ def build_config(platform: Platform, hierarchy: MemoryHierarchy, predictor: str 
     cfg[TM.K_WALK_OVH] = platform.page_walk.overhead_cycles
     cfg[TM.K_RAT] = int(isa_for(platform.isa).partial_registers)
     cfg[TM.K_DWALLOC] = int(platform.caches[l1d].write_allocate)
+    cfg[TM.K_RPORTS] = core.register_read_ports
     for k, unit in enumerate(TM.UNIT_NAMES):
         spec = core.units.get(unit)
         if spec is not None:
@@ -101,12 +102,18 @@ def build_config(platform: Platform, hierarchy: MemoryHierarchy, predictor: str 
 
 
 def new_state(cfg: np.ndarray) -> CoreState:
-    reg_wseq = np.full(TM.NREG, -1, dtype=np.int64)
+    # the per-register arrays are rows of one allocation: their distance is fixed, so a store to one never
+    # lands on a later load of another at the same address modulo 4 KB (the host's 4K aliasing made the
+    # kernel's speed vary by up to 30 % from process to process with separate arrays)
+    regs = np.zeros((3, TM.NREG), np.int64)
+    reg_ready, reg_partial, reg_wseq = regs
+    reg_partial[:] = -1
+    reg_wseq[:] = -1
     return CoreState(
         S=TM.initial_scalars(),
         rob_ring=np.zeros(cfg[TM.K_ROB], np.int64), lq_ring=np.zeros(cfg[TM.K_LQ] + 1, np.int64),
         sq_ring=np.zeros(cfg[TM.K_SQ], np.int64), fq_ring=np.zeros(cfg[TM.K_FQ], np.int64),
-        reg_ready=np.zeros(TM.NREG, np.int64), reg_partial=np.full(TM.NREG, -1, np.int64), reg_wseq=reg_wseq,
+        reg_ready=reg_ready, reg_partial=reg_partial, reg_wseq=reg_wseq,
         ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int16), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
         mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64), opcount=np.zeros(len(OP_NAMES), np.int64))
 

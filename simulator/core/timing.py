@@ -41,6 +41,13 @@ Dispatch (rename/allocate), in order, at most ``dispatch_width`` per cycle, at
     (``FLAG_PARTIAL_WRITE`` / ``FLAG_FLAGS_PARTIAL``) and has not retired by the
     candidate dispatch cycle adds ``RAT_PENALTY`` cycles (merge micro-op).
     ALU/MUL/DIV write the flags; conditional branches read them.
+  * register read ports (``register_read_ports`` = P > 0, the P6 family's ROB read
+    ports): a source register whose last writer retired by the candidate cycle
+    (or that was never written) is read from the permanent register file, at most
+    P distinct registers a cycle (a register read again in the same cycle is
+    free; values not yet retired come from the ROB/bypass without a port).  When
+    the instruction's reads do not fit beside those already made in its cycle it
+    dispatches the cycle after (a RAT stall: ``RAT_STALLS.ROB_READ_PORT``).
   Entries freed in a cycle can be reallocated in that cycle.
 Issue, out of order: ``e >= max(d + 1, operands ready)``; then the earliest cycle
   with a free issue slot (``issue_width`` per cycle) and a free unit of the
@@ -125,7 +132,7 @@ MAX_UNIT_COUNT = 8
 (K_INORDER, K_FW, K_DW, K_IW, K_RW, K_FQ, K_ROB, K_RS, K_LQ, K_SQ, K_FE, K_BTB_PEN, K_AGI_PEN, K_AGI_DIST,
  K_GROUP, K_PRED, K_PC_SHIFT, K_BHT_MASK, K_CTR_MAX, K_CTR_THRESH, K_HIST_MASK, K_BTB_SETS, K_BTB_WAYS,
  K_RAS_N, K_L1I, K_L1D, K_ILINE_BITS, K_DLINE_BITS, K_NLEVELS, K_MSHRS, K_ITLB1_LAT, K_DTLB1_LAT, K_WALK_OVH,
- K_RAT, K_DWALLOC) = range(35)
+ K_RAT, K_DWALLOC, K_RPORTS) = range(36)
 K_UNIT_OF_OP = 40              # 10 entries: unit class of each op
 K_UNIT_CNT = 50                # 6 entries
 K_UNIT_LAT = 56
@@ -147,8 +154,11 @@ RF_LEADER = 128        # first instruction of its issue group (every instruction
 # ---- scalar state (S) ----------------------------------------------------------------------------
 (S_SEQ, S_LAST_F, S_F_COUNT, S_FETCH_BREAK, S_REDIRECT, S_REDIRECT_CAUSE, S_LAST_LINE, S_NEED_ACCESS,
  S_LAST_D, S_D_COUNT, S_LAST_E, S_G_COUNT, S_G_START, S_PREV_CTRL, S_LAST_R, S_R_COUNT, S_LAST_W,
- S_SERIAL_UNTIL, S_ROB_PTR, S_FQ_PTR, S_LQ_PTR, S_SQ_PTR, S_RS_CUR, S_RS_REL, S_MSHR_MAX, S_PARTIAL_MAX) = range(26)
-NSTATE = 27
+ S_SERIAL_UNTIL, S_ROB_PTR, S_FQ_PTR, S_LQ_PTR, S_SQ_PTR, S_RS_CUR, S_RS_REL, S_MSHR_MAX, S_PARTIAL_MAX,
+ S_PORT_CYCLE, S_PORT_USED, S_PORT_Q1, S_PORT_Q2, S_PORT_Q3, S_PORT_Q4) = range(32)
+NSTATE = 32
+MAX_READ_PORTS = 4             # register read ports the kernel tracks in a cycle (S_PORT_Q1..Q4)
+# S_PORT_Q1..Q4: the registers (slots) read through a register read port in cycle S_PORT_CYCLE (0: none)
 
 
 def initial_scalars() -> np.ndarray:
@@ -164,7 +174,39 @@ def initial_scalars() -> np.ndarray:
     S[S_LAST_R] = -1
     S[S_LAST_W] = -1
     S[S_PARTIAL_MAX] = -1
+    S[S_PORT_CYCLE] = -1
     return S
+
+
+@njit(cache=True, inline="always")
+def _in_rrf(reg_wseq, rob_ring, r, seq, rob_ptr, rob, d):
+    """Whether register slot ``r`` (> 0) holds a retired value at cycle ``d``: never written, written more
+    than ``rob`` instructions ago (so retired before ``d``: ``d >= r[seq - rob]``), or its writer's
+    retirement (in the ROB ring, whose slot ``rob_ptr`` is instruction ``seq``'s) is by ``d``."""
+    k = seq - reg_wseq[r]             # never written (-1): k > seq >= ... treated as long retired
+    if k > rob:
+        k = rob
+    j = rob_ptr - k
+    if j < 0:
+        j += rob
+    return (k == rob) | (rob_ring[j] <= d)
+
+
+@njit(cache=True, inline="always")
+def _among(r, q1, q2, q3, q4):
+    return r == q1 or r == q2 or r == q3 or r == q4
+
+
+@njit(cache=True, inline="always")
+def _read(r, k, q1, q2, q3, q4):
+    """The cycle's port-read registers with ``r`` as its ``k``-th read (``k`` < MAX_READ_PORTS)."""
+    if k == 0:
+        return r, 0, 0, 0
+    if k == 1:
+        return q1, r, q3, q4
+    if k == 2:
+        return q1, q2, r, q4
+    return q1, q2, q3, r
 
 
 # ============================================================================ helpers
@@ -316,6 +358,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     walk_ovh = cfg[K_WALK_OVH]
     rat_on = cfg[K_RAT] != 0
     dwalloc = cfg[K_DWALLOC] != 0
+    RPORTS = cfg[K_RPORTS]
     lat_l1i = lat[L1I]
     lat_l1d = lat[L1D]
     group_cap = GROUP if GROUP < IW else IW
@@ -348,6 +391,9 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     rs_rel = S[S_RS_REL]
     mshr_max = S[S_MSHR_MAX]
     partial_max = S[S_PARTIAL_MAX]
+    port_cycle = S[S_PORT_CYCLE]
+    port_used = S[S_PORT_USED]
+    q1, q2, q3, q4 = S[S_PORT_Q1], S[S_PORT_Q2], S[S_PORT_Q3], S[S_PORT_Q4]
 
     i = start
     while i < stop:
@@ -475,6 +521,41 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 d = b_rat
                 dcause = V.CS_RAT
                 CT[V.CT_RAT_EVENTS] += 1
+        if RPORTS > 0:
+            # the retired sources not yet read in cycle d (q1..q4: the registers read through a port in
+            # port_cycle; a register named twice is read once)
+            same = port_cycle == d
+            n1 = r1 > 0 and not (same and _among(r1, q1, q2, q3, q4)) and \
+                _in_rrf(reg_wseq, rob_ring, r1, seq, rob_ptr, ROB, d)
+            n2 = r2 > 0 and r2 != r1 and not (same and _among(r2, q1, q2, q3, q4)) and \
+                _in_rrf(reg_wseq, rob_ring, r2, seq, rob_ptr, ROB, d)
+            n3 = ra > 0 and ra != r1 and ra != r2 and not (same and _among(ra, q1, q2, q3, q4)) and \
+                _in_rrf(reg_wseq, rob_ring, ra, seq, rob_ptr, ROB, d)
+            if n1 or n2 or n3:
+                if same and port_used + np.int64(n1) + np.int64(n2) + np.int64(n3) > RPORTS:
+                    # the reads do not fit beside this cycle's: rename the cycle after, reading them all
+                    d += 1
+                    if d > b_rat:
+                        b_rat = d
+                    dcause = V.CS_RAT
+                    CT[V.CT_RAT_EVENTS] += 1
+                    CT[V.CT_PORT_EVENTS] += 1
+                    same = False
+                    n1 = r1 > 0 and _in_rrf(reg_wseq, rob_ring, r1, seq, rob_ptr, ROB, d)
+                    n2 = r2 > 0 and r2 != r1 and _in_rrf(reg_wseq, rob_ring, r2, seq, rob_ptr, ROB, d)
+                    n3 = ra > 0 and ra != r1 and ra != r2 and _in_rrf(reg_wseq, rob_ring, ra, seq, rob_ptr, ROB, d)
+                if not same:
+                    port_cycle = d
+                    port_used = 0
+                if n1:
+                    q1, q2, q3, q4 = _read(r1, port_used, q1, q2, q3, q4)
+                    port_used += 1
+                if n2:
+                    q1, q2, q3, q4 = _read(r2, port_used, q1, q2, q3, q4)
+                    port_used += 1
+                if n3:
+                    q1, q2, q3, q4 = _read(ra, port_used, q1, q2, q3, q4)
+                    port_used += 1
         # dispatch-side stall accounting: front-end starvation first, then resources in priority order
         if fr > slot:
             hi = fr if fr < d else d
@@ -784,6 +865,9 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     S[S_RS_REL] = rs_rel
     S[S_MSHR_MAX] = mshr_max
     S[S_PARTIAL_MAX] = partial_max
+    S[S_PORT_CYCLE] = port_cycle
+    S[S_PORT_USED] = port_used
+    S[S_PORT_Q1], S[S_PORT_Q2], S[S_PORT_Q3], S[S_PORT_Q4] = q1, q2, q3, q4
     return i - start
 
 

@@ -140,7 +140,7 @@ def shift_time(state, CT: np.ndarray, delta: int) -> None:
         return
     S = state.S
     for k in (TM.S_LAST_F, TM.S_REDIRECT, TM.S_LAST_D, TM.S_LAST_E, TM.S_LAST_R, TM.S_LAST_W, TM.S_SERIAL_UNTIL,
-              TM.S_RS_CUR, TM.S_MSHR_MAX, TM.S_PARTIAL_MAX):
+              TM.S_RS_CUR, TM.S_MSHR_MAX, TM.S_PARTIAL_MAX, TM.S_PORT_CYCLE):
         S[k] += delta
     for ring in (state.rob_ring, state.lq_ring, state.sq_ring, state.fq_ring, state.reg_ready, state.ufree):
         ring += delta
