@@ -73,6 +73,9 @@ class Core(_Strict):
 
     @model_validator(mode="after")
     def _read_ports(self) -> "Core":
+        if self.register_read_ports and self.kind == "in_order":
+            raise ValueError(f"register_read_ports applies to out-of-order cores (the P6 family's ROB read ports); "
+                             f"this core is in order: set 0, got {self.register_read_ports}")
         if self.register_read_ports and not 3 <= self.register_read_ports <= 4:
             raise ValueError(f"register_read_ports must be 0 (unlimited), 3 or 4 (an instruction reads up to three "
                              f"registers; the model tracks four reads a cycle), got {self.register_read_ports}")

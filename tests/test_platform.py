@@ -67,6 +67,11 @@ def test_only_the_p6_family_xeons_have_limited_register_read_ports():
     assert ports == {"harpertown": 3, "nehalem": 3, "westmere": 3, "mpc7447a": 0, "z10": 0}
 
 
+def test_register_read_ports_are_refused_on_an_in_order_core():
+    with pytest.raises(SimulatorInputError, match="register_read_ports applies to out-of-order cores.*got 3"):
+        load_platform("z10", ["core.register_read_ports=3"])
+
+
 def test_z10_is_in_order_with_agi_and_pairs():
     p = load_platform("z10")
     assert p.core.kind == "in_order" and p.core.group_size == 2 and p.core.agi_penalty > 0
