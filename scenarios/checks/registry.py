@@ -19,6 +19,7 @@ CHECK_MODULES: list[str] = [
     "whatif.scenarios.checks.regression",
     "whatif.scenarios.checks.similarity",
     "whatif.scenarios.checks.similarity_sim",
+    "whatif.scenarios.checks.identity",
     "whatif.scenarios.checks.flowgsp",
     "whatif.scenarios.checks.flowgsp_agi",
     "whatif.scenarios.checks.gc",

@@ -1,0 +1,42 @@
+"""The program-identity check (issue 15, item 1): its statistics, and a reduced run of its measurement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from whatif.scenarios.checks import identity
+from whatif.scenarios.checks.registry import CHECK_MODULES, registered_checks
+
+
+def test_registered():
+    assert "whatif.scenarios.checks.identity" in CHECK_MODULES
+    assert "identity: binaries of one workload description run alike" in registered_checks()
+    assert len(identity.workloads(False)) == 12 and len(identity.workloads(True)) == 4
+
+
+def test_binary_agreement_statistics():
+    sig = np.array([[0.1, 0.5, -0.2, 0.9, 0.0]] * 3)
+    cv, rho = identity.binary_agreement(np.array([1.0, 1.1, 0.9]), sig)
+    assert cv == pytest.approx(0.1) and rho == pytest.approx(1.0)
+    # one binary's ranks reversed: two of the three pairs at -1, so the median is -1
+    flipped = sig.copy()
+    flipped[1] = -flipped[1]
+    _, rho = identity.binary_agreement(np.ones(3), flipped)
+    assert rho == pytest.approx(-1.0)
+    # an all-tied signature has no ranking: its pairs count 0
+    tied = sig.copy()
+    tied[0] = 0.0
+    tied[1] = 0.0
+    _, rho = identity.binary_agreement(np.ones(3), tied)
+    assert rho == 0.0
+
+
+def test_reduced_measurement_is_deterministic_and_binaries_differ(monkeypatch):
+    monkeypatch.setitem(identity.SIZES, True, dict(binaries=3, instructions=150_000, warmup=50_000,
+                                                   time_scale=2e-7))
+    cpi, sig, stalls, n_int = identity.measure("cint2006/462.libquantum", "nehalem", quick=True)
+    assert sig.shape == (3, len(stalls)) and "RAT_STALLS.ANY" in stalls and n_int >= 3
+    assert (cpi > 0.2).all() and len(set(np.round(cpi, 9))) == 3        # three binaries, three programs
+    again = identity.measure("cint2006/462.libquantum", "nehalem", quick=True)
+    assert np.array_equal(cpi, again[0]) and np.array_equal(sig, again[1])
