@@ -102,9 +102,9 @@ def build_config(platform: Platform, hierarchy: MemoryHierarchy, predictor: str 
 
 
 def new_state(cfg: np.ndarray) -> CoreState:
-    # the per-register arrays are rows of one allocation: their distance is fixed, so a store to one never
-    # lands on a later load of another at the same address modulo 4 KB (the host's 4K aliasing made the
-    # kernel's speed vary by up to 30 % from process to process with separate arrays)
+    # the per-register arrays are rows of one allocation, at fixed distances (with a per-register port array
+    # beside them as separate arrays the kernel's speed varied by up to 30 % between processes; whether 4K
+    # aliasing was the cause is not settled: one arena for every small array varied as much)
     regs = np.zeros((3, TM.NREG), np.int64)
     reg_ready, reg_partial, reg_wseq = regs
     reg_partial[:] = -1
