@@ -198,6 +198,19 @@ def _among(r, q1, q2, q3, q4):
 
 
 @njit(cache=True, inline="always")
+def _port_needs(reg_wseq, rob_ring, r1, r2, ra, same, q1, q2, q3, q4, seq, rob_ptr, rob, d):
+    """Which of the sources (slots > 0; a register named twice counts once) need a read port at cycle
+    ``d``: retired by then, and not among ``q1..q4`` when those are cycle ``d``'s reads (``same``)."""
+    n1 = r1 > 0 and not (same and _among(r1, q1, q2, q3, q4)) and _in_rrf(reg_wseq, rob_ring, r1, seq, rob_ptr,
+                                                                          rob, d)
+    n2 = r2 > 0 and r2 != r1 and not (same and _among(r2, q1, q2, q3, q4)) and \
+        _in_rrf(reg_wseq, rob_ring, r2, seq, rob_ptr, rob, d)
+    n3 = ra > 0 and ra != r1 and ra != r2 and not (same and _among(ra, q1, q2, q3, q4)) and \
+        _in_rrf(reg_wseq, rob_ring, ra, seq, rob_ptr, rob, d)
+    return n1, n2, n3
+
+
+@njit(cache=True, inline="always")
 def _read(r, k, q1, q2, q3, q4):
     """The cycle's port-read registers with ``r`` as its ``k``-th read (``k`` < MAX_READ_PORTS)."""
     if k == 0:
@@ -525,12 +538,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             # the retired sources not yet read in cycle d (q1..q4: the registers read through a port in
             # port_cycle; a register named twice is read once)
             same = port_cycle == d
-            n1 = r1 > 0 and not (same and _among(r1, q1, q2, q3, q4)) and \
-                _in_rrf(reg_wseq, rob_ring, r1, seq, rob_ptr, ROB, d)
-            n2 = r2 > 0 and r2 != r1 and not (same and _among(r2, q1, q2, q3, q4)) and \
-                _in_rrf(reg_wseq, rob_ring, r2, seq, rob_ptr, ROB, d)
-            n3 = ra > 0 and ra != r1 and ra != r2 and not (same and _among(ra, q1, q2, q3, q4)) and \
-                _in_rrf(reg_wseq, rob_ring, ra, seq, rob_ptr, ROB, d)
+            n1, n2, n3 = _port_needs(reg_wseq, rob_ring, r1, r2, ra, same, q1, q2, q3, q4, seq, rob_ptr, ROB, d)
             if n1 or n2 or n3:
                 if same and port_used + np.int64(n1) + np.int64(n2) + np.int64(n3) > RPORTS:
                     # the reads do not fit beside this cycle's: rename the cycle after, reading them all
@@ -541,9 +549,8 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                     CT[V.CT_RAT_EVENTS] += 1
                     CT[V.CT_PORT_EVENTS] += 1
                     same = False
-                    n1 = r1 > 0 and _in_rrf(reg_wseq, rob_ring, r1, seq, rob_ptr, ROB, d)
-                    n2 = r2 > 0 and r2 != r1 and _in_rrf(reg_wseq, rob_ring, r2, seq, rob_ptr, ROB, d)
-                    n3 = ra > 0 and ra != r1 and ra != r2 and _in_rrf(reg_wseq, rob_ring, ra, seq, rob_ptr, ROB, d)
+                    n1, n2, n3 = _port_needs(reg_wseq, rob_ring, r1, r2, ra, same, q1, q2, q3, q4, seq, rob_ptr,
+                                             ROB, d)
                 if not same:
                     port_cycle = d
                     port_used = 0
