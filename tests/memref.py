@@ -18,6 +18,7 @@ IFETCH, LOAD, STORE, WALK, PREFETCH, WRITEBACK = range(6)
 PT_BASE = 0xF000000000000000
 HTAB_BASE = 0xE000000000000000
 IPT_SIZE = 256
+IP_STRIDE_MAX_BYTES = 2048     # the longest stride the IP prefetcher follows
 
 
 def mix64(x: int) -> int:
@@ -424,26 +425,25 @@ class RefHierarchy:
                     self.prefetch_line(c, line + d, c.full)
 
     def train_ip_stride(self, c: RefCache, pc: int, addr: int):
-        line = addr // c.line_bytes
         key = pc & 0x7FFFFFFFFFFFFFFF
         e = mix64(pc) % IPT_SIZE
         ent = c.ipt.get(e)
         if ent is None or ent[0] != key:
-            c.ipt[e] = [key, line, 0, 0]
+            c.ipt[e] = [key, addr, 0, 0]        # last byte address, byte stride, confidence
             return
-        stride = line - ent[1]
+        stride = addr - ent[1]
         if stride == 0:
             return
         if stride == ent[2]:
             ent[3] = min(ent[3] + 1, 3)
         else:
             ent[2], ent[3] = stride, 0
-        ent[1] = line
-        if ent[3] >= 1:
-            target = line + c.degree * stride
-            shift = max(int(math.log2(self.page_bytes['data'])) - int(math.log2(c.line_bytes)), 0)
-            if target >= 0 and (target >> shift) == (line >> shift):
-                self.prefetch_line(c, target, c.full)
+        ent[1] = addr
+        if ent[3] >= 1 and abs(stride) <= IP_STRIDE_MAX_BYTES:
+            target = addr + c.degree * stride
+            page = self.page_bytes['data']
+            if target >= 0 and target // c.line_bytes != addr // c.line_bytes and target // page == addr // page:
+                self.prefetch_line(c, target // c.line_bytes, c.full)
 
     # ------------------------------------------------------------------ translation
     def phys(self, vaddr: int, side: str) -> int:

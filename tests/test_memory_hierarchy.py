@@ -431,3 +431,34 @@ def test_flushed_caches_miss_as_cold_ones_do(name):
     cold.run(addrs, sizes, kinds)
     assert cold.memory_demand_reads() == 2 * first                 # flushed: every read again
     assert cold.counters()["tlbs"][list(cold.counters()["tlbs"])[-1]]["walks"] >= 2
+
+
+def one_pc_loads(stride, n, base=0x200000, pc=0x400000):
+    """``n`` loads by one instruction (an ifetch of ``pc`` before each), ``stride`` bytes apart."""
+    addrs = np.empty(2 * n, np.uint64)
+    addrs[0::2] = pc
+    addrs[1::2] = base + stride * np.arange(n, dtype=np.uint64)
+    kinds = np.tile(np.array([0, 1], np.uint8), n)
+    return Trace(addrs, np.full(2 * n, 4, np.uint16), kinds)
+
+
+@pytest.mark.parametrize("stride, covered", [(96, True), (176, True), (2048, True), (2112, False), (24, True)])
+def test_ip_stride_follows_byte_strides_up_to_2kb(stride, covered):
+    # 96 and 176 bytes cross 1 or 2 lines (2 or 3) per access: no line stride repeats twice in a row, but
+    # the byte stride does; beyond 2 KB the prefetcher does not follow (Intel ORM)
+    platform = load_platform("nehalem", ["caches.L1D.prefetchers=['ip_stride']", "caches.L2.prefetchers=[]"])
+    n = 4096 // stride * 8 if stride <= 4096 else 64       # within 8 pages
+    n = max(n, 64)
+    tr = one_pc_loads(stride, n)
+    fast, ref = both(platform, tr)
+    assert_same(fast, ref)
+    l1d = fast["levels"]["L1D"]
+    lines = len(np.unique(tr.addrs[1::2] // 64))
+    if covered:
+        # per 4 KB page: the first line is missed, and the prefetcher must see two equal strides first
+        pages = len(np.unique(tr.addrs[1::2] // 4096))
+        assert l1d["prefetches_issued"] >= lines - 3 * pages
+        assert l1d["load_misses"] <= 3 * pages
+    else:
+        assert l1d["prefetches_issued"] == 0
+        assert l1d["load_misses"] == lines

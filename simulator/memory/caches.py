@@ -15,7 +15,7 @@ from whatif.simulator.memory.state import (
     C_PF_BUSY0, C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS,
     C_WRITE_ALLOC, C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED,
     CN_PF_ISSUED, CN_PF_USEFUL, CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0,
-    F_WAY, FRAMEROW, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES,
+    F_WAY, FRAMEROW, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64, IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES,
     MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_TAGGED,
     S_FILL_SLOT,
     S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
@@ -551,20 +551,21 @@ def _prefetch_after_demand(s, page_bits):
 
 @njit(cache=True)
 def train_ip_stride(s, lvl, pc, addr):
-    """IP-based stride prefetcher at ``lvl``: one table entry per (hashed) load PC; two equal
-    consecutive non-zero line strides arm it, and each further access prefetches degree strides ahead."""
+    """IP-based stride prefetcher at ``lvl``: one table entry per (hashed) load PC holding its last byte
+    address, stride and confidence.  Two equal consecutive non-zero byte strides of at most
+    ``IP_STRIDE_MAX_BYTES`` arm it; each further access then prefetches the line of addr + degree * stride
+    when that is another line of the same page."""
     c = C0 + lvl * NCOL
-    lb = _cfg(s, c + C_LINE_BITS)
-    line = I64(addr >> U64(lb))
+    a = I64(addr)
     key = I64(pc & U64(0x7FFFFFFFFFFFFFFF))
     e = P0 + (lvl * IPT_SIZE + I64(_mix64(pc) % U64(IPT_SIZE))) * 4
     if _ld(s, e) != key:
         _st(s, e, key)
-        _st(s, e + 1, line)
+        _st(s, e + 1, a)
         _st(s, e + 2, 0)
         _st(s, e + 3, 0)
         return
-    stride = line - _ld(s, e + 1)
+    stride = a - _ld(s, e + 1)
     if stride == 0:
         return
     if stride == _ld(s, e + 2):
@@ -573,10 +574,11 @@ def train_ip_stride(s, lvl, pc, addr):
     else:
         _st(s, e + 2, stride)
         _st(s, e + 3, 0)
-    _st(s, e + 1, line)
-    if _ld(s, e + 3) >= 1:
-        target = line + _cfg(s, c + C_PF_DEGREE) * stride
-        page_shift = max(_cfg(s, G_PAGE_BITS) - lb, 0)            # (the data page: loads train it)
-        if target >= 0 and (target >> page_shift) == (line >> page_shift):
+    _st(s, e + 1, a)
+    if _ld(s, e + 3) >= 1 and -IP_STRIDE_MAX_BYTES <= stride <= IP_STRIDE_MAX_BYTES:
+        target = a + _cfg(s, c + C_PF_DEGREE) * stride
+        lb = _cfg(s, c + C_LINE_BITS)
+        pb = _cfg(s, G_PAGE_BITS)                  # (the data page: loads train it)
+        if target >= 0 and (target >> lb) != (a >> lb) and (target >> pb) == (a >> pb):
             full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
-            prefetch_line(s, lvl, U64(target), full)
+            prefetch_line(s, lvl, U64(target >> lb), full)

@@ -19,7 +19,8 @@ REPLACEMENT = {"lru": 0, "plru": 1, "fifo": 2, "random": 3}
 #                   prefetch, A. J. Smith, "Cache memories", ACM Computing Surveys 14(3), 1982, §2.1.2)
 #   adjacent_sector on a demand miss, fetch the other sectors of the same line (MPC7447A L2 prefetch engines)
 #   adjacent_line   on a demand miss, fetch the buddy line of the aligned 128-byte pair (Intel "spatial" L2 prefetcher)
-#   ip_stride       per load PC: when the same stride is seen twice, fetch addr + degree*stride (Intel IP prefetcher)
+#   ip_stride       per load PC: when the same byte stride (at most 2 KB) is seen twice, fetch the line of
+#                   addr + degree*stride (Intel IP prefetcher)
 PREFETCHERS = {"none": 0, "next_line": 1, "adjacent_sector": 2, "adjacent_line": 3, "ip_stride": 4,
                "tagged_next_line": 5}
 

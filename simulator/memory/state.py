@@ -73,7 +73,10 @@ NG = 64
 C0 = NG
 N0 = C0 + MEMROW * NCOL
 P0 = N0 + NROWS * NCOL
-IPT_SIZE = 256                    # IP-stride table entries per level: [pc, last line, stride, confidence]
+IPT_SIZE = 256                    # IP-stride table entries per level: [pc, last byte address, byte stride,
+                                  # confidence]
+IP_STRIDE_MAX_BYTES = 2048        # the longest stride the IP prefetcher follows (Intel ORM, "Data Prefetch to
+                                  # the L1 Data Cache": strides up to 2 KB, forward or backward)
 MW = 2                            # metadata words per cache slot
 M_VD, M_PS = 0, 1
 
