@@ -196,6 +196,10 @@ class Memory(_Strict):
     latency_cycles: PositiveInt
     size_mb: PositiveInt
     bandwidth_gb_s: PositiveFloat
+    # instant: a prefetched line is usable at once.  latency: a prefetch into the L1D holds an MSHR and its line
+    # arrives the supplying level's latency after the access that triggered it; a load or store that comes
+    # sooner waits for the rest (a late prefetch).  Prefetches into lower levels stay instant either way.
+    prefetch_arrival: Literal["instant", "latency"] = "instant"
     page_kb: PositiveInt = 4
     code_page_kb: PositiveInt = 4
     large_page_kb: list[PositiveInt] = []

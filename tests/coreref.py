@@ -178,13 +178,15 @@ class RefCore:
             self.unit_of[op] = next(u for u in pref.get(name, ("branch", "ialu")) if u in units)
         shift = {"powerpc32": 2, "z/Architecture": 1}.get(p.isa, 0)
         self.pred = RefPredictor(self.predictor or p.branch_predictor.kind, p.branch_predictor, shift)
-        self.mshrs = [[0, 0, 0] for _ in range(p.caches[p.top_cache("data")].mshrs)]
+        # per MSHR: busy until, line, supplying level, held by a prefetch
+        self.mshrs = [[0, 0, 0, False] for _ in range(p.caches[p.top_cache("data")].mshrs)]
         self.reserv: dict[int, dict] = {}           # cycle -> {"issue": n, unit: n}
         self.unit_free = {u: [0] * units[u].count for u in units}
         self.ready: dict[int, int] = {}
         self.partial: dict[int, int] = {}           # register (or "flags") -> retire cycle of a pending partial write
         self.writer: dict[int, int] = {}            # register -> index of its last writer
         self.ports = p.core.register_read_ports     # 0: unlimited
+        self.timed_prefetch = p.memory.prefetch_arrival == "latency"
         self.port_reads: dict[int, set] = {}        # dispatch cycle -> registers read through a port in it
         self.loads: list[int] = []                  # retire cycles of loads
         self.stores: list[int] = []                 # drain cycles of stores
@@ -409,19 +411,28 @@ class RefCore:
             xcause = V.CS_DATA0 + lvl
             merged = False
             if lvl == self.L1D:
-                for busy, mline, mlevel in self.mshrs:
+                for busy, mline, mlevel, by_prefetch in self.mshrs:
                     if mline == line and busy > tready:
+                        if by_prefetch:        # an access before the prefetch began fetches the line itself
+                            busy = min(busy, tready + self.lat[mlevel])
                         done = max(done, busy)
                         xcause = V.CS_DATA0 + mlevel
                         merged = True
                         ct["load_miss_merges"] += op == OP_LOAD
+                        ct["late_prefetches"] += by_prefetch
                         break
             elif op == OP_LOAD or self.walloc:
                 k = min(range(len(self.mshrs)), key=lambda j: (self.mshrs[j][0], j))
                 start = max(tready, self.mshrs[k][0])
                 ct["mshr_wait_cycles"] += start - tready
                 done = start + self.lat[lvl]
-                self.mshrs[k] = [done, line, lvl]
+                self.mshrs[k] = [done, line, lvl, False]
+            # each prefetch the access sent into the L1D holds an MSHR until its line arrives
+            for rec in (memport.prefetch_records(tuple(self.hierarchy.state), np.uint64(maddr)).tolist()
+                        if self.timed_prefetch else []):
+                k = min(range(len(self.mshrs)), key=lambda j: (self.mshrs[j][0], j))
+                self.mshrs[k] = [max(tready, self.mshrs[k][0]) + self.lat[rec & 15], rec >> 4, rec & 15, True]
+                ct["l1d_prefetch_fills"] += 1
             data_miss = lvl != self.L1D
             if op == OP_LOAD:
                 c = done

@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from whatif.scenarios.checks import core as checks_core
 from whatif.scenarios.checks.registry import CHECK_MODULES, registered_checks, run_checks
 
-CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:"))]
+CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:", "prefetch:"))]
 
 
 def test_module_is_listed_and_checks_are_registered():
     assert "whatif.scenarios.checks.core" in CHECK_MODULES
-    assert len(CORE_CHECKS) == 8
+    assert len(CORE_CHECKS) == 9
 
 
 def test_quick_checks_pass_on_every_platform():
     results = run_checks(quick=True, only=CORE_CHECKS)
     failed = [(r.name, r.expected, r.measured, r.detail) for r in results if not r.passed]
     assert failed == []
-    # six checks per platform on five platforms, plus two AGI rows for z10 (the only in-order core) and two
-    # register-read rows for each of the three Xeons (the only cores with limited read ports)
-    assert len(results) == 6 * 5 + 2 + 2 * 3
+    # six checks per platform on five platforms, plus two AGI rows for z10 (the only in-order core), two
+    # register-read rows for each of the three Xeons (the only cores with limited read ports) and two
+    # prefetch-distance rows per platform
+    assert len(results) == 6 * 5 + 2 + 2 * 3 + 2 * 5
     assert sum("register reads" in r.name for r in results) == 6
+    assert sum(r.name.startswith("prefetch:") for r in results) == 10
     for platform in checks_core.PLATFORMS:
         assert sum(platform in r.name for r in results) >= 6
 
@@ -47,3 +51,14 @@ def test_chase_layout_defeats_caches_and_spatial_prefetchers():
     assert footprint == 4 * 8 * 1024 * 1024 and stride == 128 and page == 4096
     footprint, stride, _ = checks_core.chase_layout(checks_core._platform("z10"))
     assert stride == 256 and footprint == 4 * 48 * 1024 * 1024
+
+
+def test_prefetch_timing_hides_what_the_prefetch_distance_allows():
+    nehalem = checks_core._platform("nehalem")
+    mem, l1 = nehalem.memory.latency_cycles, nehalem.caches["L1D"].latency_cycles
+    k, hidden, late = checks_core.prefetch_timing(nehalem, 300, 40)       # used before the line arrives
+    assert (k < mem).mean() > 0.95 and late == (k < mem).sum()
+    assert (hidden == np.clip(k, 0, mem - l1)).all()
+    assert 20 < hidden.mean() < 60                                        # about the 40 cycles of ALU work
+    k, hidden, late = checks_core.prefetch_timing(nehalem, 300, 2 * mem)  # arrived before its use
+    assert late == 0 and (hidden == mem - l1).all()

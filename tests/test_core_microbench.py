@@ -131,3 +131,23 @@ def test_chase_layout_has_room_for_every_load():
     p = checks_core._platform("mpc7447a")
     footprint, stride, page = checks_core.chase_layout(p, 20_000)
     assert footprint // stride >= 20_000 and footprint % page == 0
+
+
+def test_prefetch_use_pairs_two_lines_and_chains_the_second_address():
+    b = MB.prefetch_use(64, 5, 1 << 22, 64, 4096, seed=3)
+    b.validate()
+    loads = np.flatnonzero(b.op == OP_LOAD)
+    first, second = loads[0::2], loads[1::2]
+    assert len(first) == len(second) >= 64
+    assert (b.mem_addr[second] == b.mem_addr[first] + 64).all() and (b.mem_addr[first] % 128 == 0).all()
+    assert len(np.unique(b.mem_addr[first])) == len(first)              # no block is used twice
+    assert (second - first == 6).all()                                    # 5 chain ops in between
+    assert (b.areg[first] == 8).all() and (b.areg[second] == 10).all()
+    chain = first[:, None] + np.arange(1, 6)
+    assert (b.op[chain] == OP_ALU).all() and (b.src1[chain[:, 0]] == 8).all() and (b.src1[chain[:, 1:]] == 10).all()
+    assert (b.dst[second + 1] == 8).all() and (b.src1[second + 1] == b.dst[second]).all()   # next pointer
+    direct = MB.prefetch_use(16, 0, 1 << 22, 64, 4096, seed=3)
+    loads = np.flatnonzero(direct.op == OP_LOAD)
+    assert (direct.areg[loads] == 8).all()
+    with pytest.raises(ValueError, match="gap must be >= 0"):
+        MB.prefetch_use(16, -1, 1 << 22, 64, 4096, seed=3)

@@ -14,6 +14,7 @@ from coreref import RefCore
 from whatif.simulator.core import Core
 from whatif.simulator.core import counters as V
 from whatif.simulator.core import timing as TM
+from whatif.simulator.core import microbench as MB
 from whatif.simulator.core.microbench import random_program
 from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_BRANCH, OP_CALL, OP_JUMP,
                            OP_LOAD, OP_RET, OP_STORE, InstrBlock)
@@ -32,6 +33,9 @@ CONFIGS = {
     "mpc7447a": ("mpc7447a", ()),
     "mpc7447a-small": ("mpc7447a", SMALL + ("core.retire_width=1",)),
     "z10": ("z10", ()),
+    "nehalem-timed-prefetch": ("nehalem", ("memory.prefetch_arrival=latency",)),
+    "nehalem-small-timed-prefetch": ("nehalem", SMALL + ("memory.prefetch_arrival=latency", "l1d.prefetch_degree=3")),
+    "mpc7447a-timed-prefetch": ("mpc7447a", ("memory.prefetch_arrival=latency", "l1d.prefetchers=['next_line']")),
     "z10-small": ("z10", SMALL[2:] + ("core.rob_entries=3", "core.rs_entries=3", "core.group_size=3",
                                      "core.issue_width=3")),
 }
@@ -121,6 +125,25 @@ def test_kernel_matches_reference_on_random_programs(key):
     got = core.counters(memory=False)
     # the streams are meant to exercise the mechanisms: make sure they did
     assert got["mispredicts"] > 0 and got["loads"] > 0 and got["stores"] > 0
+    if key.endswith("timed-prefetch"):
+        assert got["l1d_prefetch_fills"] > 0
+    else:
+        assert got["l1d_prefetch_fills"] == 0 == got["late_prefetches"]
+
+
+@pytest.mark.parametrize("key", ["nehalem-timed-prefetch", "nehalem-small-timed-prefetch", "mpc7447a-timed-prefetch"])
+@pytest.mark.parametrize("gap", [0, 8, 400])
+def test_kernel_matches_reference_on_late_and_timely_prefetches(key, gap):
+    """Pairs of loads whose second line a next-line prefetch brings in: used before it arrives (gap 0 also
+    before the prefetch began) or after; the reference times every prefetch's MSHR the same way."""
+    p = platform(key)
+    pairs = 8 if gap > 100 else 60                     # (the reference's time grows faster than the length)
+    block = MB.prefetch_use(pairs, gap, 1 << 24, p.caches["L1D"].line_bytes, 4096, seed=2, isa=p.isa, body=4)
+    core, ref = run_both(p, block)
+    assert_same(core, ref)
+    got = core.counters(memory=False)
+    assert got["l1d_prefetch_fills"] >= pairs
+    assert (got["late_prefetches"] > 0) == (gap < 100)
 
 
 def test_every_stall_mechanism_is_exercised_and_agrees():
@@ -136,6 +159,12 @@ def test_every_stall_mechanism_is_exercised_and_agrees():
             assert_same(core, ref)
             for k, v in core.counters(memory=False).items():
                 totals[k] += v
+    # timed prefetches, some of them late
+    p = platform("nehalem-small-timed-prefetch")
+    core, ref = run_both(p, MB.prefetch_use(20, 8, 1 << 24, 64, 4096, seed=4, isa=p.isa, body=4))
+    assert_same(core, ref)
+    for k, v in core.counters(memory=False).items():
+        totals[k] += v
     quiet = [k for k, v in totals.items() if v == 0]
     assert quiet == []
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from whatif.scenarios.checks.registry import CheckResult, register_check
 from whatif.simulator.core import Core
 from whatif.simulator.core import microbench as MB
+from whatif.simulator.core import timing as TM
 from whatif.simulator.isa import OP_ALU, OP_LOAD, InstrBlock
-from whatif.simulator.platform import load_platform, platform_names
+from whatif.simulator.platform import load_platform, platform_names, with_overrides
 
 PLATFORMS = tuple(platform_names())
 
@@ -136,6 +139,48 @@ def pointer_chase(quick: bool) -> list[CheckResult]:
             f"core: pointer chase over {footprint >> 20} MB on {name}, cycles per load", lat, round(per_load, 1), ok,
             f"memory.latency_cycles = {lat}; the CPI stack charges {data:.1f} per load to memory (+ base) and "
             f"{stack['dtlb'] / d['loads']:.1f} to DTLB misses (one walk per {page // stride} loads)"))
+    return out
+
+
+def prefetch_timing(platform, pairs: int, gap: int) -> tuple:
+    """Run :func:`~simulator.core.microbench.prefetch_use` with timed prefetches (``memory.prefetch_arrival =
+    "latency"``) and only the L1D's next-line prefetcher on; per
+    pair the cycles from the prefetch's start (the first load's access) to the second load's access, k, and
+    the cycles the prefetch hid from the second load (a miss would complete the memory latency after its
+    access); and the late prefetches counted."""
+    others = [(f"caches.{c}.prefetchers", []) for c in platform.caches if c not in ("L1D", "L1I")]
+    p = with_overrides(platform, [("memory.prefetch_arrival", "latency"), ("caches.L1D.prefetchers", ["next_line"])]
+                       + others)
+    footprint, _, page = chase_layout(p, 2 * pairs)
+    block = MB.prefetch_use(pairs, gap, footprint, p.caches["L1D"].line_bytes, page, seed=1, isa=p.isa)
+    core = Core(p, seed=1)
+    rec = np.zeros((len(block), TM.NREC), np.int64)
+    core.run(block, records=rec)
+    loads = np.flatnonzero(block.op == OP_LOAD)
+    first, second = loads[0::2], loads[1::2]
+    k = rec[second, TM.R_DTLB] - rec[first, TM.R_DTLB]
+    hidden = rec[second, TM.R_DTLB] + p.memory.latency_cycles - rec[second, TM.R_C]
+    return k, hidden, core.counters(memory=False)["late_prefetches"]
+
+
+@register_check("prefetch: a prefetch issued k cycles before its use hides min(k, latency) cycles; late ones count")
+def prefetch_distance(quick: bool) -> list[CheckResult]:
+    out = []
+    pairs = 200 if quick else 5_000
+    for name in PLATFORMS:
+        p = _platform(name)
+        mem, l1 = p.memory.latency_cycles, p.caches["L1D"].latency_cycles
+        for gap in (mem // 3, 2 * mem):
+            k, hidden, late = prefetch_timing(p, pairs, gap)
+            expected = np.clip(k, 0, mem - l1)
+            exact = int((hidden == expected).sum())
+            ok = exact == len(k) and late == int((k < mem).sum())
+            out.append(CheckResult(
+                f"prefetch: {gap} ALU ops ahead of its use on {name}, cycles hidden per use",
+                round(float(expected.mean()), 1), round(float(hidden.mean()), 1), ok,
+                f"{exact} of {len(k)} uses hide exactly min(k, {mem} - {l1}) cycles (k: cycles from the prefetch to "
+                f"the use, mean {k.mean():.1f}); {late} late prefetches counted, {int((k < mem).sum())} uses came "
+                f"before the line arrived"))
     return out
 
 

@@ -87,6 +87,10 @@ COUNTERS: tuple[tuple[str, str], ...] = (
     ("load_miss_merges", "loads that hit a line still being filled (merged into its MSHR)"),
     ("rat_read_port_events", "instructions renamed a cycle late because the register read ports were taken "
                              "(RAT_STALLS.ROB_READ_PORT occurrences)"),
+    ("l1d_prefetch_fills", "prefetches into the L1D; each holds an MSHR until its line arrives, the supplying "
+                           "level's latency after the access that triggered it"),
+    ("late_prefetches", "loads and stores that found their line still being brought in by an L1D prefetch "
+                        "(they wait for the rest of its latency)"),
 )
 COUNTER_NAMES: tuple[str, ...] = tuple(n for n, _ in COUNTERS)
 COUNTER_INDEX: dict[str, int] = {n: i for i, n in enumerate(COUNTER_NAMES)}
@@ -96,7 +100,8 @@ NCOUNTERS = len(COUNTERS)
  CT_TAKEN, CT_FP, CT_OTHER, CT_MISPRED, CT_MISPRED_DIR, CT_MISPRED_TGT, CT_BTB_LOOKUPS, CT_BTB_MISSES,
  CT_RAS_MISPRED, CT_FETCH_ACC, CT_ST_ROB, CT_ST_RS, CT_ST_LQ, CT_ST_SQ, CT_ST_SERIAL, CT_ST_RAT, CT_ST_BRCLEAR,
  CT_ST_BTB, CT_ST_ICACHE, CT_ST_ITLB, CT_ST_FETCH, CT_IS_COMPLETION, CT_IS_OPERANDS, CT_IS_AGI, CT_IS_UNIT,
- CT_AGI_EVENTS, CT_RAT_EVENTS, CT_GROUPS, CT_MSHR_WAIT, CT_MERGES, CT_PORT_EVENTS) = range(NCOUNTERS)
+ CT_AGI_EVENTS, CT_RAT_EVENTS, CT_GROUPS, CT_MSHR_WAIT, CT_MERGES, CT_PORT_EVENTS, CT_PF_FILLS, CT_LATE_PF) = \
+    range(NCOUNTERS)
 
 # ---- CPI-stack causes ---------------------------------------------------------------------------
 # Fixed causes first; data-memory causes follow, one per cache level (in the hierarchy's level order)

@@ -15,6 +15,7 @@ the core's loop several times larger than the host's instruction cache, which co
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from whatif.simulator.memory import kernel as MK
@@ -36,6 +37,24 @@ def fetch(mv, vaddr, size, now):
 def data(mv, vaddr, size, kind, pc, now):
     MK._st(mv, MK.SCR_NOW, now)
     return MK._data(mv, vaddr, size, kind, pc)
+
+
+@njit(cache=True, inline="always")
+def prefetch_count(mv):
+    """Prefetches the last data access sent into the L1D (the core gives each an MSHR)."""
+    return MK._ld(mv, MK.SCR_PF_N)
+
+
+@njit(cache=True, inline="always")
+def prefetch_record(mv, j, vaddr):
+    """The ``j``-th of them as virtual line * 16 + the level that supplies it (memory = number of levels).  A
+    prefetch never leaves the page of the access that triggered it (``vaddr``), so its line in that page
+    is its line in the physical frame the memory kernel works on."""
+    rec = MK._ld(mv, MK.SCR_PF_REC0 + j)
+    pb = MK._cfg(mv, MK.G_PAGE_BITS)
+    within = pb - MK._cfg(mv, MK.C0 + MK._cfg(mv, MK.G_L1D) * MK.NCOL + MK.C_LINE_BITS)
+    vline = ((np.int64(vaddr) >> pb) << within) | ((rec >> 4) & ((1 << within) - 1))
+    return vline * 16 + (rec & 15)
 
 
 @njit(cache=True, inline="always")
@@ -63,3 +82,14 @@ def data_outcome(mem, vaddr, size, kind, pc, now):
     mv = views(mem)
     lvl = data(mv, vaddr, size, kind, pc, now)
     return lvl, tlb_outcome(mv), walk_cycles(mv)
+
+
+@njit(cache=True)
+def prefetch_records(mem, vaddr):
+    """From Python (the reference core): the records of the L1D prefetches of the last data access, to
+    ``vaddr``."""
+    mv = views(mem)
+    out = np.empty(prefetch_count(mv), np.int64)
+    for j in range(len(out)):
+        out[j] = prefetch_record(mv, j, vaddr)
+    return out

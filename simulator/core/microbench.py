@@ -132,6 +132,37 @@ def pointer_chase(n: int, footprint: int, stride: int, page: int, seed: int, isa
     return _block(m, **cols, dst=r, src1=r, areg=r, mem_addr=addr, mem_size=np.where(is_load, 8, 0))
 
 
+def prefetch_use(pairs: int, gap: int, footprint: int, line: int, page: int, seed: int, isa: str = "x86_64",
+                 body: int = 16) -> InstrBlock:
+    """Pairs of loads to the two lines of a ``2 * line``-byte block no pair shares (blocks in random order,
+    see :func:`chase_addresses`): the first load misses, and a next-line prefetcher fetches the second line;
+    ``gap`` dependent ALU ops from the pair's pointer compute the second load's address, so it issues
+    ``gap`` cycles after the first; the next pair's pointer is the second load's result.  With the prefetch
+    issued at the first load, the second waits for what is left of its latency: a prefetch issued k cycles
+    before its use hides min(k, latency - L1D latency) cycles.  ``body`` pairs per loop iteration."""
+    if gap < 0:
+        raise ValueError(f"gap must be >= 0, got {gap}")
+    per = gap + 3
+    it = max(1, -(-pairs // body))
+    ops = np.tile(np.concatenate(([OP_LOAD], np.full(gap, OP_ALU), [OP_LOAD, OP_ALU])).astype(np.uint8), body)
+    cols = _loop(isa, ops, it)
+    m = len(cols["pc"])
+    slot = np.full(m, -1)                        # position within its pair (-1: the loop jump)
+    not_jump = cols["op"] != OP_JUMP
+    slot[not_jump] = np.arange(int(not_jump.sum())) % per
+    first, second = slot == 0, slot == gap + 1
+    chain, advance = (slot >= 1) & (slot <= gap), slot == gap + 2
+    blocks = chase_addresses(int(first.sum()), footprint, 2 * line, page, seed)
+    addr = np.zeros(m, np.uint64)
+    addr[first] = blocks
+    addr[second] = blocks + np.uint64(line)
+    dst = np.select([first, chain, second, advance], [9, 10, 11, 8], -1)
+    src1 = np.select([chain & (slot == 1), chain, advance], [8, 10, 11], -1)
+    areg = np.select([first, second], [8, 10 if gap else 8], -1)
+    return _block(m, **cols, dst=dst, src1=src1, areg=areg, mem_addr=addr,
+                  mem_size=np.where(first | second, 8, 0))
+
+
 def loop_branch(iterations: int, trip: int, body: int = 6, isa: str = "x86_64") -> InstrBlock:
     """An inner loop of ``trip`` iterations (``body`` independent ALU ops and a backward conditional
     branch, not taken on exit), the exit followed by a jump back: the branch mispredicts about once per

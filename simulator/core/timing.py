@@ -121,6 +121,8 @@ RING = 1 << 15                 # issue-reservation ring (cycles)
 HORIZON = RING // 2            # reservations are tracked this many cycles beyond dispatch
 RING_COLS = 8                  # per cycle: issues, issues per unit class (6), RS releases
 RS_COL = 7
+MSHR_LEVEL = 15               # an MSHR's level word: the supplying level, and
+MSHR_PREFETCH = 16            # set when a prefetch holds it
 RAT_PENALTY = 3                # [ORM] partial-register merge on Intel Core / Nehalem: 2-3 cycles
 NREG = 130                     # register slots: 0 = "no register", 1..128 = registers, 129 = flags
 FLAGS_REG = 129
@@ -132,7 +134,7 @@ MAX_UNIT_COUNT = 8
 (K_INORDER, K_FW, K_DW, K_IW, K_RW, K_FQ, K_ROB, K_RS, K_LQ, K_SQ, K_FE, K_BTB_PEN, K_AGI_PEN, K_AGI_DIST,
  K_GROUP, K_PRED, K_PC_SHIFT, K_BHT_MASK, K_CTR_MAX, K_CTR_THRESH, K_HIST_MASK, K_BTB_SETS, K_BTB_WAYS,
  K_RAS_N, K_L1I, K_L1D, K_ILINE_BITS, K_DLINE_BITS, K_NLEVELS, K_MSHRS, K_ITLB1_LAT, K_DTLB1_LAT, K_WALK_OVH,
- K_RAT, K_DWALLOC, K_RPORTS) = range(36)
+ K_RAT, K_DWALLOC, K_RPORTS, K_PF_TIMED) = range(37)
 K_UNIT_OF_OP = 40              # 10 entries: unit class of each op
 K_UNIT_CNT = 50                # 6 entries
 K_UNIT_LAT = 56
@@ -372,6 +374,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     rat_on = cfg[K_RAT] != 0
     dwalloc = cfg[K_DWALLOC] != 0
     RPORTS = cfg[K_RPORTS]
+    PF_TIMED = cfg[K_PF_TIMED] != 0
     lat_l1i = lat[L1I]
     lat_l1d = lat[L1D]
     group_cap = GROUP if GROUP < IW else IW
@@ -691,9 +694,15 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 if mshr_max > tready:
                     for k in range(NMSHR):
                         if mshr[k, 1] == line and mshr[k, 0] > tready:
-                            if mshr[k, 0] > done:
-                                done = mshr[k, 0]
-                            xcause = V.CS_DATA0 + mshr[k, 2]
+                            busy = mshr[k, 0]
+                            if mshr[k, 2] & MSHR_PREFETCH:
+                                CT[V.CT_LATE_PF] += 1
+                                # (an access timed before the prefetch began would have fetched the line itself)
+                                if busy > tready + lat[mshr[k, 2] & MSHR_LEVEL]:
+                                    busy = tready + lat[mshr[k, 2] & MSHR_LEVEL]
+                            if busy > done:
+                                done = busy
+                            xcause = V.CS_DATA0 + (mshr[k, 2] & MSHR_LEVEL)
                             if is_load:
                                 CT[V.CT_MERGES] += 1
                             break
@@ -712,6 +721,21 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 mshr[k_best, 2] = lvl
                 if done > mshr_max:
                     mshr_max = done
+            # prefetches the access sent into the L1D: each holds an MSHR until its line arrives
+            for j in range(memport.prefetch_count(mv) if PF_TIMED else 0):
+                pf = memport.prefetch_record(mv, j, maddr)
+                k_best = 0
+                for k in range(1, NMSHR):
+                    if mshr[k, 0] < mshr[k_best, 0]:
+                        k_best = k
+                st = tready if mshr[k_best, 0] <= tready else mshr[k_best, 0]
+                pdone = st + lat[pf & 15]
+                mshr[k_best, 0] = pdone
+                mshr[k_best, 1] = pf >> 4
+                mshr[k_best, 2] = (pf & 15) | MSHR_PREFETCH
+                if pdone > mshr_max:
+                    mshr_max = pdone
+                CT[V.CT_PF_FILLS] += 1
             if lvl != L1D:
                 dflags = RF_L1D_MISS
             if is_load:

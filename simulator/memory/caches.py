@@ -15,10 +15,10 @@ from whatif.simulator.memory.state import (
     C_PF_BUSY0, C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS,
     C_WRITE_ALLOC, C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED,
     CN_PF_ISSUED, CN_PF_USEFUL, CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0,
-    F_WAY, FRAMEROW, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64, IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES,
-    MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_TAGGED,
-    S_FILL_SLOT,
-    S_MISSED, S_MISSED_LINE, S_NMISSED, SCR, SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
+    F_WAY, FRAMEROW, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64, IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD,
+    MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED,
+    PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR,
+    SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
     _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch, _rand, _sector_mask, _set_of, _st, _var)
 
 
@@ -492,8 +492,20 @@ def _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask):
         return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
     served = _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
+    _note_top_prefetch(s, lvl, line, served)
     lat = _cfg(s, G_MEM_LAT) if served == _cfg(s, G_NLEVELS) else _cfg(s, C0 + served * NCOL + C_LAT)
     _st(s, k, now + lat)
+
+
+@njit(cache=True, inline="always")
+def _note_top_prefetch(s, lvl, line, served):
+    """Report a prefetch into the top data level to the core (scratch ``S_PF_*``), which holds an MSHR for it
+    until the supplying level's latency has passed: a demand access that comes sooner waits for the rest."""
+    if lvl == _cfg(s, G_L1D):
+        n = _ld(s, SCR + S_PF_N)
+        if n < PF_RECORDS:
+            _st(s, SCR + S_PF_REC0 + n, I64(line) * 16 + served)
+            _st(s, SCR + S_PF_N, n + 1)
 
 
 @njit(cache=True, inline="always")
@@ -511,7 +523,8 @@ def prefetch_line(s, lvl, line, mask):
         _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask)
         return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
-    _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
+    served = _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
+    _note_top_prefetch(s, lvl, line, served)
 
 
 @njit(cache=True)

@@ -52,7 +52,8 @@ from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the lay
     G_SALT, G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE,
     I64, K_IFETCH, K_LOAD, K_MODIFY, K_STORE, M_PS, M_VD, MAX_LEVELS, MAX_TLBS, MEMROW, MW, N0, NCOL, NSRC,
     PF_IP_STRIDE, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR, SCR_LEVEL, SCR_TLB,
-    SCR_NOW, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE, SRC_WALK, T_BITS0, T_NSETS, T_PLRU0,
+    SCR_NOW, SCR_PF_N, SCR_PF_REC0, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE, SRC_WALK,
+    T_BITS0, T_NSETS, T_PLRU0,
     T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK, TN_MISS, TN_WALK_ACC, TN_WALK_MEM,
     TN_WALKS, TROW0, U64, EMPTY, MemState, Views, _add, _cfg, _find, _ld, _ldu, _mix64, _plru_touch,
     _plru_victim, _rand, _sector_mask, _set_of, _st, _var, unmanaged, views)
@@ -352,6 +353,7 @@ def _train_prefetchers(s, vaddr, pc):
 
 @njit(cache=True, inline="always")
 def _data(s, vaddr, size, kind, pc):
+    _st(s, SCR_PF_N, 0)
     write = kind != K_LOAD
     src = SRC_LOAD + I64(kind == K_STORE)
     r = _access(s, _cfg(s, G_L1D), _cfg(s, G_DTLB0), _cfg(s, G_DTLB1), vaddr, size, src, write,

@@ -31,8 +31,12 @@ then, per cache level and TLB, at the absolute offsets held in its C row:
 Other numba code (the core timing model) calls ``kernel.data_access`` / ``kernel.fetch_access`` per
 instruction with the state array first; after each call the words ``S[SCR_LEVEL]``, ``S[SCR_TLB]``,
 ``S[SCR_WALK_LOADS]`` and ``S[SCR_WALK_CYCLES]`` hold the supplying level, the TLB outcome and the
-walk's loads and cycles.  Before each call the caller sets ``S[SCR_NOW]`` to the current time (the
-core's cycle; the trace record's index in trace-driven runs): prefetch engines are busy until a time.
+walk's loads and cycles, and ``S[SCR_PF_N]`` the number of prefetches the access sent into the top data level
+(the L1D), ``S[SCR_PF_REC0 + j]`` = line * 16 + supplying level of each (at most ``PF_RECORDS``): the
+memory kernel installs a prefetched line at once, and the core times its arrival (an MSHR until the
+supplying level's latency has passed).  Before each call the caller sets ``S[SCR_NOW]`` to the current
+time (the core's cycle; the trace record's index in trace-driven runs): prefetch engines are busy until a
+time.
 """
 
 from __future__ import annotations
@@ -105,10 +109,14 @@ MEM_WRITES = NSRC
 S_NMISSED, S_LEVEL, S_TLB, S_WALK_LOADS, S_WALK_CYCLES, S_FILL_SLOT, S_NOW = range(7)
 S_MISSED = 8                      # 8..15 levels missed by the last demand request, 16..23 their lines
 S_MISSED_LINE = 16
+S_PF_N = 24                       # prefetches into the top data level during the last data access, and
+S_PF_REC0 = 25                    # 25..31 their records: line * 16 + supplying level (the core times them)
+PF_RECORDS = 7
 SCR = N0 + SCRROW * NCOL          # absolute word offset of the scratch row
 SCR_LEVEL, SCR_TLB, SCR_WALK_LOADS, SCR_WALK_CYCLES = (SCR + S_LEVEL, SCR + S_TLB, SCR + S_WALK_LOADS,
                                                        SCR + S_WALK_CYCLES)
 SCR_NOW = SCR + S_NOW             # the current time (cycles), set by the caller before each access
+SCR_PF_N, SCR_PF_REC0 = SCR + S_PF_N, SCR + S_PF_REC0
 
 # ---- fill-path frames (N row FRAMEROW + d) --------------------------------------------------------
 F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
