@@ -205,11 +205,14 @@ class RefCore:
 
     def _fetch(self, pc: int, size: int, now: int) -> tuple[int, int]:
         lvl, tlb, walk = memport.fetch_outcome(tuple(self.hierarchy.state), np.uint64(pc), size, now)
-        return self._tlb_cost(tlb, walk, self.itlb1), (self.lat[lvl] - self.lat[self.L1I]) if lvl != self.L1I else 0
+        wait = memport.channel_wait_of(tuple(self.hierarchy.state))
+        icache = (self.lat[lvl] - self.lat[self.L1I] + wait) if lvl != self.L1I else 0
+        return self._tlb_cost(tlb, walk, self.itlb1), icache
 
     def _data(self, addr: int, size: int, kind: int, pc: int, now: int) -> tuple[int, int]:
         lvl, tlb, walk = memport.data_outcome(tuple(self.hierarchy.state), np.uint64(addr), size, kind,
                                               np.uint64(pc), now)
+        self.channel_wait = int(memport.channel_wait_of(tuple(self.hierarchy.state)))
         return int(lvl), self._tlb_cost(tlb, walk, self.dtlb1)
 
     # -------------------------------------------------------------- structures
@@ -425,13 +428,13 @@ class RefCore:
                 k = min(range(len(self.mshrs)), key=lambda j: (self.mshrs[j][0], j))
                 start = max(tready, self.mshrs[k][0])
                 ct["mshr_wait_cycles"] += start - tready
-                done = start + self.lat[lvl]
+                done = start + self.lat[lvl] + self.channel_wait
                 self.mshrs[k] = [done, line, lvl, False]
             # each prefetch the access sent into the L1D holds an MSHR until its line arrives
-            for rec in (memport.prefetch_records(tuple(self.hierarchy.state), np.uint64(maddr)).tolist()
-                        if self.timed_prefetch else []):
+            for pline, plvl, pwait in (memport.prefetch_records(tuple(self.hierarchy.state), np.uint64(maddr)).tolist()
+                                       if self.timed_prefetch else []):
                 k = min(range(len(self.mshrs)), key=lambda j: (self.mshrs[j][0], j))
-                self.mshrs[k] = [max(tready, self.mshrs[k][0]) + self.lat[rec & 15], rec >> 4, rec & 15, True]
+                self.mshrs[k] = [max(tready, self.mshrs[k][0]) + pwait + self.lat[plvl], pline, plvl, True]
                 ct["l1d_prefetch_fills"] += 1
             data_miss = lvl != self.L1D
             if op == OP_LOAD:

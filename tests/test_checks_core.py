@@ -7,12 +7,12 @@ import numpy as np
 from whatif.scenarios.checks import core as checks_core
 from whatif.scenarios.checks.registry import CHECK_MODULES, registered_checks, run_checks
 
-CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:", "prefetch:"))]
+CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:", "prefetch:", "memory:"))]
 
 
 def test_module_is_listed_and_checks_are_registered():
     assert "whatif.scenarios.checks.core" in CHECK_MODULES
-    assert len(CORE_CHECKS) == 9
+    assert len(CORE_CHECKS) == 10
 
 
 def test_quick_checks_pass_on_every_platform():
@@ -20,9 +20,10 @@ def test_quick_checks_pass_on_every_platform():
     failed = [(r.name, r.expected, r.measured, r.detail) for r in results if not r.passed]
     assert failed == []
     # six checks per platform on five platforms, plus two AGI rows for z10 (the only in-order core), two
-    # register-read rows for each of the three Xeons (the only cores with limited read ports) and two
-    # prefetch-distance rows per platform
-    assert len(results) == 6 * 5 + 2 + 2 * 3 + 2 * 5
+    # register-read rows for each of the three Xeons (the only cores with limited read ports), two
+    # prefetch-distance rows and one streaming-bandwidth row per platform
+    assert len(results) == 6 * 5 + 2 + 2 * 3 + 2 * 5 + 5
+    assert sum(r.name.startswith("memory: streaming copy") for r in results) == 5
     assert sum("register reads" in r.name for r in results) == 6
     assert sum(r.name.startswith("prefetch:") for r in results) == 10
     for platform in checks_core.PLATFORMS:

@@ -36,6 +36,9 @@ CONFIGS = {
     "nehalem-timed-prefetch": ("nehalem", ("memory.prefetch_arrival=latency",)),
     "nehalem-small-timed-prefetch": ("nehalem", SMALL + ("memory.prefetch_arrival=latency", "l1d.prefetch_degree=3")),
     "mpc7447a-timed-prefetch": ("mpc7447a", ("memory.prefetch_arrival=latency", "l1d.prefetchers=['next_line']")),
+    "nehalem-small-queueing": ("nehalem", SMALL + ("memory.queueing=bandwidth", "memory.bandwidth_gb_s=0.5",
+                                                   "memory.prefetch_arrival=latency")),
+    "mpc7447a-queueing": ("mpc7447a", ("memory.queueing=bandwidth", "memory.bandwidth_gb_s=0.2")),
     "z10-small": ("z10", SMALL[2:] + ("core.rob_entries=3", "core.rs_entries=3", "core.group_size=3",
                                      "core.issue_width=3")),
 }
@@ -125,7 +128,7 @@ def test_kernel_matches_reference_on_random_programs(key):
     got = core.counters(memory=False)
     # the streams are meant to exercise the mechanisms: make sure they did
     assert got["mispredicts"] > 0 and got["loads"] > 0 and got["stores"] > 0
-    if key.endswith("timed-prefetch"):
+    if key.endswith("timed-prefetch") or key == "nehalem-small-queueing":
         assert got["l1d_prefetch_fills"] > 0
     else:
         assert got["l1d_prefetch_fills"] == 0 == got["late_prefetches"]
@@ -144,6 +147,20 @@ def test_kernel_matches_reference_on_late_and_timely_prefetches(key, gap):
     got = core.counters(memory=False)
     assert got["l1d_prefetch_fills"] >= pairs
     assert (got["late_prefetches"] > 0) == (gap < 100)
+
+
+@pytest.mark.parametrize("key", ["nehalem-small-queueing", "mpc7447a-queueing"])
+def test_kernel_matches_reference_when_memory_transfers_queue(key):
+    """A streaming copy on a slow channel: demand fills, prefetches, walks and writebacks queue; the reference
+    reads the same waits and times them the same way, and the copy takes longer than without queueing."""
+    p = platform(key)
+    block = MB.stream_copy(300, p.caches["L1D"].line_bytes, p.isa, body=16)
+    core, ref = run_both(p, block)
+    assert_same(core, ref)
+    name, overrides = CONFIGS[key]
+    unqueued = load_platform(name, [o.replace("queueing=bandwidth", "queueing=none") for o in overrides])
+    plain, _ = run_both(unqueued, block)
+    assert core.counters(memory=False)["cycles"] > 2 * plain.counters(memory=False)["cycles"]
 
 
 def test_every_stall_mechanism_is_exercised_and_agrees():

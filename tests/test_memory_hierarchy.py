@@ -462,3 +462,55 @@ def test_ip_stride_follows_byte_strides_up_to_2kb(stride, covered):
     else:
         assert l1d["prefetches_issued"] == 0
         assert l1d["load_misses"] == lines
+
+
+def channel_reference(bookings, units, bucket_bits=6, frac=16):
+    """The memory channel's calendar, slowly: per booking (now, bytes), the first bucket from now's with room
+    takes what fits, the rest spills into the next; the wait is from now to where that bucket's earlier
+    bookings end."""
+    cap = 1 << (bucket_bits + frac)
+    used: dict[int, int] = {}
+    waits = []
+    for now, nbytes in bookings:
+        left, b, start = nbytes * units, now >> bucket_bits, None
+        while left:
+            free = cap - used.get(b, 0)
+            if free > 0:
+                if start is None:
+                    start = (b << bucket_bits) + (used.get(b, 0) >> frac)
+                take = min(free, left)
+                used[b] = used.get(b, 0) + take
+                left -= take
+            b += 1
+        waits.append(max(0, start - now))
+    return waits, used
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5000), st.sampled_from([8, 32, 64, 128, 256])), min_size=1, max_size=300),
+       st.sampled_from(["nehalem", "mpc7447a", "z10"]))
+def test_memory_channel_matches_reference_and_never_exceeds_its_bandwidth(bookings, name):
+    from whatif.simulator.memory import kernel as MK
+    from whatif.simulator.memory import state as L
+    h = MemoryHierarchy(load_platform(name, ["memory.queueing=bandwidth"]))
+    S = h.state.S
+    units = int(S[L.G_CH_UNITS])
+    p = h.platform
+    assert units / (1 << L.CH_FRAC) >= p.clock_ghz / p.memory.bandwidth_gb_s          # never faster
+    waits = [MK.book_channel(S, now, nbytes) for now, nbytes in bookings]
+    ref_waits, used = channel_reference(bookings, units)
+    assert waits == ref_waits
+    assert max(used.values()) <= 1 << (L.CH_BUCKET_BITS + L.CH_FRAC)
+    assert h.channel_bytes() == sum(b for _, b in bookings)
+    # bookings all made at one time go out back to back, each a transfer time after the one before
+    h = MemoryHierarchy(load_platform(name, ["memory.queueing=bandwidth"]))
+    first = [MK.book_channel(h.state.S, 100, 64) for _ in range(50)]
+    assert first[0] == 0 and all(0 <= b - a <= 64 * units / (1 << L.CH_FRAC) + 1 for a, b in zip(first, first[1:]))
+    assert first[-1] == pytest.approx(49 * 64 * units / (1 << L.CH_FRAC), abs=64)
+
+
+def test_without_queueing_the_channel_books_nothing():
+    from whatif.simulator.memory import kernel as MK
+    h = MemoryHierarchy(load_platform("nehalem"))
+    assert [MK.book_channel(h.state.S, 0, 64) for _ in range(10)] == [0] * 10
+    assert h.channel_bytes() == 0 and h.channel_busy_until() == 0

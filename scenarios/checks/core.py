@@ -148,11 +148,12 @@ def prefetch_timing(platform, pairs: int, gap: int) -> tuple:
     pair the cycles from the prefetch's start (the first load's access) to the second load's access, k, and
     the cycles the prefetch hid from the second load (a miss would complete the memory latency after its
     access); and the late prefetches counted."""
-    others = [(f"caches.{c}.prefetchers", []) for c in platform.caches if c not in ("L1D", "L1I")]
-    p = with_overrides(platform, [("memory.prefetch_arrival", "latency"), ("caches.L1D.prefetchers", ["next_line"])]
+    l1d, l1i = platform.top_cache("data"), platform.top_cache("instruction")
+    others = [(f"caches.{c}.prefetchers", []) for c in platform.caches if c not in (l1d, l1i)]
+    p = with_overrides(platform, [("memory.prefetch_arrival", "latency"), (f"caches.{l1d}.prefetchers", ["next_line"])]
                        + others)
     footprint, _, page = chase_layout(p, 2 * pairs)
-    block = MB.prefetch_use(pairs, gap, footprint, p.caches["L1D"].line_bytes, page, seed=1, isa=p.isa)
+    block = MB.prefetch_use(pairs, gap, footprint, p.caches[l1d].line_bytes, page, seed=1, isa=p.isa)
     core = Core(p, seed=1)
     rec = np.zeros((len(block), TM.NREC), np.int64)
     core.run(block, records=rec)
@@ -169,7 +170,7 @@ def prefetch_distance(quick: bool) -> list[CheckResult]:
     pairs = 200 if quick else 5_000
     for name in PLATFORMS:
         p = _platform(name)
-        mem, l1 = p.memory.latency_cycles, p.caches["L1D"].latency_cycles
+        mem, l1 = p.memory.latency_cycles, p.caches[p.top_cache("data")].latency_cycles
         for gap in (mem // 3, 2 * mem):
             k, hidden, late = prefetch_timing(p, pairs, gap)
             expected = np.clip(k, 0, mem - l1)
@@ -181,6 +182,44 @@ def prefetch_distance(quick: bool) -> list[CheckResult]:
                 f"{exact} of {len(k)} uses hide exactly min(k, {mem} - {l1}) cycles (k: cycles from the prefetch to "
                 f"the use, mean {k.mean():.1f}); {late} late prefetches counted, {int((k < mem).sum())} uses came "
                 f"before the line arrived"))
+    return out
+
+
+def stream_bandwidth(platform, scale: float = 3.0) -> tuple[float, int]:
+    """GB/s a streaming copy (:func:`~simulator.core.microbench.stream_copy`, over ``scale`` times the LLC per
+    array, measured over its second half) moves through the memory channel of ``memory.queueing =
+    "bandwidth"``, with nothing else in its way: no prefetchers, ideal translation, and fill buffers and
+    queues far larger than the latency needs (256 MSHRs, a 512-entry window); and the writebacks in it."""
+    l1d = platform.top_cache("data")
+    wide = [("memory.queueing", "bandwidth"), ("page_walk.kind", "none"), (f"caches.{l1d}.mshrs", 256),
+            ("core.rob_entries", 512), ("core.rs_entries", 256), ("core.load_queue", 256), ("core.store_queue", 256)]
+    p = with_overrides(platform, wide + [(f"caches.{c}.prefetchers", []) for c in platform.caches])
+    llc = list(p.caches.values())[-1]
+    block = MB.stream_copy(int(scale * llc.size_kb * 1024 // llc.line_bytes), p.caches[l1d].line_bytes, p.isa)
+    core = Core(p, seed=1)
+    half = len(block) // 2
+    core.run(block.slice(0, half))
+    c0, b0 = core.counters(), core.memory.channel_bytes()
+    core.run(block, start=half)
+    c1 = core.counters()
+    writebacks = c1["memory"]["memory"]["writes"] - c0["memory"]["memory"]["writes"]
+    # until the channel has carried what the copy booked (writebacks go on after the last instruction retires)
+    end = max(c1["cycles"], core.memory.channel_busy_until())
+    return (core.memory.channel_bytes() - b0) / (end - c0["cycles"]) * p.clock_ghz, writebacks
+
+
+@register_check("memory: a streaming copy runs at the memory channel's bandwidth, never above")
+def streaming_bandwidth(quick: bool) -> list[CheckResult]:
+    out = []
+    for name in PLATFORMS:
+        p = _platform(name)
+        gbs, writebacks = stream_bandwidth(p, 1.5 if quick else 4.0)
+        goal = p.memory.bandwidth_gb_s
+        out.append(CheckResult(
+            f"memory: streaming copy on {name}, GB/s", goal, round(gbs, 2), 0.9 * goal <= gbs <= goal,
+            f"memory.bandwidth_gb_s = {goal} at {p.clock_ghz} GHz; source reads, destination reads for ownership "
+            f"and {writebacks} writebacks share the channel (memory.queueing = bandwidth; no prefetchers, ideal "
+            f"translation, 256 MSHRs: only the channel bounds it)"))
     return out
 
 

@@ -47,14 +47,20 @@ def prefetch_count(mv):
 
 @njit(cache=True, inline="always")
 def prefetch_record(mv, j, vaddr):
-    """The ``j``-th of them as virtual line * 16 + the level that supplies it (memory = number of levels).  A
-    prefetch never leaves the page of the access that triggered it (``vaddr``), so its line in that page
-    is its line in the physical frame the memory kernel works on."""
+    """The ``j``-th of them: (virtual line, supplying level (memory = number of levels), cycles its transfer
+    waited for the memory channel).  A prefetch never leaves the page of the access that triggered it
+    (``vaddr``), so its line's number within the physical frame is its number within that page."""
     rec = MK._ld(mv, MK.SCR_PF_REC0 + j)
     pb = MK._cfg(mv, MK.G_PAGE_BITS)
     within = pb - MK._cfg(mv, MK.C0 + MK._cfg(mv, MK.G_L1D) * MK.NCOL + MK.C_LINE_BITS)
-    vline = ((np.int64(vaddr) >> pb) << within) | ((rec >> 4) & ((1 << within) - 1))
-    return vline * 16 + (rec & 15)
+    vline = ((np.int64(vaddr) >> pb) << within) | (rec >> MK.PF_WITHIN_SHIFT)
+    return vline, rec & 15, (rec >> 4) & MK.PF_WAIT_MAX
+
+
+@njit(cache=True, inline="always")
+def channel_wait(mv):
+    """Cycles the last access's own memory transfers waited for the memory channel (``memory.queueing``)."""
+    return MK._ld(mv, MK.G_CH_DELAY)
 
 
 @njit(cache=True, inline="always")
@@ -86,10 +92,16 @@ def data_outcome(mem, vaddr, size, kind, pc, now):
 
 @njit(cache=True)
 def prefetch_records(mem, vaddr):
-    """From Python (the reference core): the records of the L1D prefetches of the last data access, to
-    ``vaddr``."""
+    """From Python (the reference core): (virtual line, level, channel wait) of each L1D prefetch of the last
+    data access, to ``vaddr``."""
     mv = views(mem)
-    out = np.empty(prefetch_count(mv), np.int64)
+    out = np.empty((prefetch_count(mv), 3), np.int64)
     for j in range(len(out)):
-        out[j] = prefetch_record(mv, j, vaddr)
+        out[j, 0], out[j, 1], out[j, 2] = prefetch_record(mv, j, vaddr)
     return out
+
+
+@njit(cache=True)
+def channel_wait_of(mem):
+    """From Python (the reference core): the channel wait of the last access."""
+    return channel_wait(views(mem))

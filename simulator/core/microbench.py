@@ -163,6 +163,24 @@ def prefetch_use(pairs: int, gap: int, footprint: int, line: int, page: int, see
                   mem_size=np.where(first | second, 8, 0))
 
 
+def stream_copy(lines: int, line: int, isa: str = "x86_64", body: int = 64) -> InstrBlock:
+    """A copy loop that moves a line per iteration: a load from ``src[i]`` and a store to ``dst[i]``, each the
+    first touch of its line (``line`` bytes apart), with no dependences (the loaded value is not stored: the
+    store writes an always-ready register), so nothing but the memory system bounds it.  The two arrays lie
+    ``lines`` lines apart from ``DATA_BASE``.  Memory traffic per iteration: the source line, the
+    destination line's read for ownership, and its writeback once evicted."""
+    it = max(1, -(-lines // body))
+    cols = _loop(isa, np.tile(np.array([OP_LOAD, OP_STORE], np.uint8), body), it)
+    m = len(cols["pc"])
+    load, store = cols["op"] == OP_LOAD, cols["op"] == OP_STORE
+    i = np.cumsum(load) - 1                          # iteration (line) of each load; stores follow their load
+    addr = np.zeros(m, np.uint64)
+    addr[load] = DATA_BASE + (i[load] * line).astype(np.uint64)
+    addr[store] = DATA_BASE + ((i[store] + it * body) * line).astype(np.uint64)
+    return _block(m, **cols, dst=np.where(load, 9, -1), src1=np.where(store, 1, -1), areg=np.where(load | store, 0, -1),
+                  mem_addr=addr, mem_size=np.where(load | store, 8, 0))
+
+
 def loop_branch(iterations: int, trip: int, body: int = 6, isa: str = "x86_64") -> InstrBlock:
     """An inner loop of ``trip`` iterations (``body`` independent ALU ops and a backward conditional
     branch, not taken on exit), the exit followed by a jump back: the branch mispredicts about once per

@@ -443,7 +443,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             lvl = memport.fetch(mv, pc, size, s)
             p_itlb = _tlb_cost(mv, itlb1, walk_ovh)
             if lvl != L1I:
-                p_icache = lat[lvl] - lat_l1i
+                p_icache = lat[lvl] - lat_l1i + memport.channel_wait(mv)
             need_access = 0
         last_line = np.int64((pc + U64(size - 1 if size > 0 else 0)) >> ilb)
         f = s + p_itlb + p_icache
@@ -715,7 +715,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 if mshr[k_best, 0] > st:
                     st = mshr[k_best, 0]
                     CT[V.CT_MSHR_WAIT] += st - tready
-                done = st + lat[lvl]
+                done = st + lat[lvl] + memport.channel_wait(mv)
                 mshr[k_best, 0] = done
                 mshr[k_best, 1] = line
                 mshr[k_best, 2] = lvl
@@ -723,16 +723,16 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                     mshr_max = done
             # prefetches the access sent into the L1D: each holds an MSHR until its line arrives
             for j in range(memport.prefetch_count(mv) if PF_TIMED else 0):
-                pf = memport.prefetch_record(mv, j, maddr)
+                pline, plvl, pwait = memport.prefetch_record(mv, j, maddr)
                 k_best = 0
                 for k in range(1, NMSHR):
                     if mshr[k, 0] < mshr[k_best, 0]:
                         k_best = k
                 st = tready if mshr[k_best, 0] <= tready else mshr[k_best, 0]
-                pdone = st + lat[pf & 15]
+                pdone = st + pwait + lat[plvl]
                 mshr[k_best, 0] = pdone
-                mshr[k_best, 1] = pf >> 4
-                mshr[k_best, 2] = (pf & 15) | MSHR_PREFETCH
+                mshr[k_best, 1] = pline
+                mshr[k_best, 2] = plvl | MSHR_PREFETCH
                 if pdone > mshr_max:
                     mshr_max = pdone
                 CT[V.CT_PF_FILLS] += 1

@@ -11,15 +11,16 @@ import numpy as np
 from numba import njit
 
 from whatif.simulator.memory.state import (
-    C0, C_ABOVE, C_BITS0, C_INCLUSIVE, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_NSETS, C_PF_DEGREE,
-    C_PF_BUSY0, C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS,
-    C_WRITE_ALLOC, C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED,
-    CN_PF_ISSUED, CN_PF_USEFUL, CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0,
-    F_WAY, FRAMEROW, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64, IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD,
-    MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0, PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED,
-    PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR,
-    SCR_NOW, SRC_PREFETCH, SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz,
-    _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim, _prefetch, _rand, _sector_mask, _set_of, _st, _var)
+    C0, C_ABOVE, C_BITS0, C_INCLUSIVE, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_NSETS, C_PF_DEGREE, C_PF_BUSY0,
+    C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS, C_WRITE_ALLOC,
+    C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED, CN_PF_ISSUED, CN_PF_USEFUL,
+    CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, CH_BUCKET_BITS, CH_BUCKETS, CH_FRAC,
+    F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_UNITS, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64,
+    IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0,
+    PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, PF_WAIT_MAX,
+    PF_WITHIN_SHIFT, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR, SCR_NOW, SRC_PREFETCH,
+    SRC_WRITEBACK, STAMP_MAX, U64, _add, _cfg, _clz, _ctz, _find, _ld, _ldu, _mix64, _plru_touch, _plru_victim,
+    _prefetch, _rand, _sector_mask, _set_of, _st, _var)
 
 
 # ============================================================================ host-cache hints
@@ -202,12 +203,51 @@ def _install(s, lvl, line, set_id, slot0, mask, dirty_mask, pref_mask):
 
 
 @njit(cache=True)
+def channel(s, nbytes):
+    """Book ``nbytes`` of transfer on the memory channel at the current time ``S[SCR_NOW]``; returns how long
+    it waits for the channel.  The channel is a calendar of buckets of 2**CH_BUCKET_BITS cycles, each able to
+    carry that many cycles of transfer (bytes x G_CH_UNITS): the transfer starts in the first bucket from
+    now's with room left, where that bucket's earlier bookings end, and spills into the next buckets if it
+    does not fit.  Bookings need not arrive in time order (an out-of-order core issues younger accesses
+    first), and in no stretch of buckets does the channel carry more than its bandwidth."""
+    units = _cfg(s, G_CH_UNITS)
+    if units == 0:
+        return 0
+    now = _ld(s, SCR_NOW)
+    _add(s, G_CH_BYTES, nbytes)
+    left = nbytes * units
+    cap = I64(1) << (CH_BUCKET_BITS + CH_FRAC)
+    b = now >> CH_BUCKET_BITS
+    ring = _cfg(s, G_CH_RING)
+    start = -1
+    for _ in range(CH_BUCKETS):
+        e = ring + (b & (CH_BUCKETS - 1)) * 2
+        if _ld(s, e) != b:
+            _st(s, e, b)
+            _st(s, e + 1, 0)
+        used = _ld(s, e + 1)
+        if used < cap:
+            if start < 0:
+                start = (b << CH_BUCKET_BITS) + (used >> CH_FRAC)
+            take = cap - used if left > cap - used else left
+            _st(s, e + 1, used + take)
+            left -= take
+            if left == 0:
+                break
+        b += 1
+    if start < 0:
+        start = b << CH_BUCKET_BITS
+    return start - now if start > now else 0
+
+
+@njit(cache=True)
 def _writeback(s, lvl, addr, nbytes):
     """A dirty victim of ``nbytes`` at ``addr`` travels down from level ``lvl`` (-1: memory) until a
     write-back level absorbs it; installing it may evict further dirty victims, which travel on."""
     while nbytes > 0:
         if lvl < 0:
             _add(s, N0 + MEMROW * NCOL + MEM_WRITES, 1)
+            channel(s, nbytes)
             return
         c = C0 + lvl * NCOL
         _add(s, N0 + lvl * NCOL + CN_ACC + SRC_WRITEBACK, 1)
@@ -331,6 +371,7 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
         cur = _cfg(s, cc + C_NEXT)
     if served == n:
         _add(s, N0 + MEMROW * NCOL + src, 1)
+        _add(s, G_CH_DELAY, channel(s, req_bytes))
     slot = -1
     for d in range(depth, -1, -1):
         f = fr + d * NCOL
@@ -416,6 +457,7 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
         first = False
         lvl = _cfg(s, c + C_NEXT)
     _add(s, N0 + MEMROW * NCOL + MEM_WRITES, 1)
+    channel(s, nbytes)
     return served
 
 
@@ -491,20 +533,33 @@ def _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask):
         _add(s, N0 + lvl * NCOL + CN_PF_DROPPED, 1)
         return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
-    served = _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
-    _note_top_prefetch(s, lvl, line, served)
+    served, wait = _prefetch_fill(s, lvl, line, set_id, slot0, w, mask)
     lat = _cfg(s, G_MEM_LAT) if served == _cfg(s, G_NLEVELS) else _cfg(s, C0 + served * NCOL + C_LAT)
-    _st(s, k, now + lat)
+    _st(s, k, now + wait + lat)
 
 
 @njit(cache=True, inline="always")
-def _note_top_prefetch(s, lvl, line, served):
+def _prefetch_fill(s, lvl, line, set_id, slot0, w, mask):
+    """Fill a prefetched line; returns the supplying level and how long its transfer waited for the memory
+    channel (kept apart from the demand access's own wait), and reports a prefetch into the L1D."""
+    before = _ld(s, G_CH_DELAY)
+    served = _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
+    wait = _ld(s, G_CH_DELAY) - before
+    _st(s, G_CH_DELAY, before)
+    _note_top_prefetch(s, lvl, line, served, wait)
+    return served, wait
+
+
+@njit(cache=True, inline="always")
+def _note_top_prefetch(s, lvl, line, served, wait):
     """Report a prefetch into the top data level to the core (scratch ``S_PF_*``), which holds an MSHR for it
-    until the supplying level's latency has passed: a demand access that comes sooner waits for the rest."""
+    until its channel wait and the supplying level's latency have passed: a demand access that comes sooner
+    waits for the rest.  The record: the line's number within its page, the wait (capped) and the level."""
     if lvl == _cfg(s, G_L1D):
         n = _ld(s, SCR + S_PF_N)
         if n < PF_RECORDS:
-            _st(s, SCR + S_PF_REC0 + n, I64(line) * 16 + served)
+            within = I64(line) & ((I64(1) << (_cfg(s, G_PAGE_BITS) - _cfg(s, C0 + lvl * NCOL + C_LINE_BITS))) - 1)
+            _st(s, SCR + S_PF_REC0 + n, (within << PF_WITHIN_SHIFT) | (min(wait, PF_WAIT_MAX) << 4) | served)
             _st(s, SCR + S_PF_N, n + 1)
 
 
@@ -523,8 +578,7 @@ def prefetch_line(s, lvl, line, mask):
         _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask)
         return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
-    served = _fill(s, lvl, line, set_id, slot0, w, mask, _var(SRC_PREFETCH), mask, _var(False))
-    _note_top_prefetch(s, lvl, line, served)
+    _prefetch_fill(s, lvl, line, set_id, slot0, w, mask)
 
 
 @njit(cache=True)

@@ -195,6 +195,11 @@ class MemoryHierarchy:
         G[L.G_NTLBS] = m
         G[L.G_MEM_LAT] = p.memory.latency_cycles
         G[L.G_IP_STRIDE] = int(any(C[i, L.C_PF_KIND] & L.PF_IP_STRIDE for i in range(n)))
+        if p.memory.queueing == "bandwidth":
+            # channel time of a byte: clock_ghz cycles per ns over bandwidth_gb_s bytes per ns
+            # (rounded up: the channel is never faster than its bandwidth)
+            G[L.G_CH_UNITS] = math.ceil(p.clock_ghz / p.memory.bandwidth_gb_s * (1 << L.CH_FRAC))
+            G[L.G_CH_RING] = region(2 * L.CH_BUCKETS)
         top = (top + 7) & ~7
         G[L.G_SIZE] = top
 
@@ -344,3 +349,19 @@ class MemoryHierarchy:
         memory["reads"] = int(sum(mem[:L.NSRC]))
         memory["writes"] = int(mem[L.MEM_WRITES])
         return {"levels": levels, "tlbs": tlbs, "memory": memory}
+
+    def channel_busy_until(self) -> int:
+        """The cycle the memory channel's last booked transfer ends (0 without bookings or queueing)."""
+        S = self.state.S
+        if S[L.G_CH_UNITS] == 0:
+            return 0
+        ring = S[S[L.G_CH_RING]:S[L.G_CH_RING] + 2 * L.CH_BUCKETS].reshape(-1, 2)
+        busy = ring[ring[:, 1] > 0]
+        if not len(busy):
+            return 0
+        return int(((busy[:, 0] << L.CH_BUCKET_BITS) + -(-busy[:, 1] >> L.CH_FRAC)).max())
+
+    def channel_bytes(self) -> int:
+        """Bytes the memory channel has carried (reads and writes; counted with ``memory.queueing =
+        "bandwidth"``, 0 otherwise)."""
+        return int(self.state.S[L.G_CH_BYTES])

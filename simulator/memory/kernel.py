@@ -43,15 +43,16 @@ from numba import njit
 
 from whatif.simulator.jitcache import drop_stale_caches
 from whatif.simulator.memory import caches, state
-from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, line_miss, prefetch_sets,
+from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, channel, line_miss, prefetch_sets,
                                             prefetched_hit, request, train_ip_stride)
 from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
     C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK,
-    CN_ACC, CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
+    CN_ACC, CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_CH_DELAY, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
     G_ITLB0, G_ITLB1, G_IWALK_LEVELS, G_L1D, G_L1I, G_MAPPING, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, G_PTE_BYTES,
     G_SALT, G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE,
     I64, K_IFETCH, K_LOAD, K_MODIFY, K_STORE, M_PS, M_VD, MAX_LEVELS, MAX_TLBS, MEMROW, MW, N0, NCOL, NSRC,
-    PF_IP_STRIDE, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR, SCR_LEVEL, SCR_TLB,
+    PF_IP_STRIDE, PF_WAIT_MAX, PF_WITHIN_SHIFT, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR,
+    SCR_LEVEL, SCR_TLB,
     SCR_NOW, SCR_PF_N, SCR_PF_REC0, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE, SRC_WALK,
     T_BITS0, T_NSETS, T_PLRU0,
     T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK, TN_MISS, TN_WALK_ACC, TN_WALK_MEM,
@@ -171,6 +172,7 @@ def _walk(s, vaddr, t, page_bits):
                     prefetch_sets(s, lvl, paddr)
                 continue
             _add(s, nt + TN_WALK_ACC, 1)
+            waited = _ld(s, G_CH_DELAY)
             if pollute:
                 r = lvl if _hit(s, lvl, paddr, pte, SRC_WALK, False) else line_miss(s, lvl, paddr, pte, SRC_WALK,
                                                                                     False, False)
@@ -181,9 +183,12 @@ def _walk(s, vaddr, t, page_bits):
                 # so walk loads neither allocate nor disturb cache state, and memory serves every one of them
                 r = n
                 _add(s, N0 + MEMROW * NCOL + SRC_WALK, 1)
+                _add(s, G_CH_DELAY, channel(s, pte))
             if r == n:
                 _add(s, nt + TN_WALK_MEM, 1)
-                cycles += _cfg(s, G_MEM_LAT)
+                # a walk load's wait for the memory channel is part of the walk, not of the data access
+                cycles += _cfg(s, G_MEM_LAT) + _ld(s, G_CH_DELAY) - waited
+                _st(s, G_CH_DELAY, waited)
             else:
                 cycles += _cfg(s, C0 + r * NCOL + C_LAT)
             loads += 1
@@ -338,6 +343,7 @@ def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
 
 @njit(cache=True, inline="always")
 def _fetch(s, vaddr, size):
+    _st(s, G_CH_DELAY, 0)
     return _access(s, _cfg(s, G_L1I), _cfg(s, G_ITLB0), _cfg(s, G_ITLB1), vaddr, size, SRC_IFETCH, False,
                    _cfg(s, G_IPAGE_BITS))
 
@@ -354,6 +360,7 @@ def _train_prefetchers(s, vaddr, pc):
 @njit(cache=True, inline="always")
 def _data(s, vaddr, size, kind, pc):
     _st(s, SCR_PF_N, 0)
+    _st(s, G_CH_DELAY, 0)
     write = kind != K_LOAD
     src = SRC_LOAD + I64(kind == K_STORE)
     r = _access(s, _cfg(s, G_L1D), _cfg(s, G_DTLB0), _cfg(s, G_DTLB1), vaddr, size, src, write,
@@ -397,6 +404,14 @@ def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing, pc):
             _data(s, addrs[i], I64(sizes[i]), I64(k), pc)
     return pc
 
+
+
+@njit(cache=True)
+def book_channel(S, now, nbytes):
+    """From Python (tests): book ``nbytes`` on the memory channel at cycle ``now``; returns the wait."""
+    s = S.ctypes.data
+    _st(s, SCR_NOW, now)
+    return channel(s, nbytes)
 
 # ============================================================================ cache coherence
 drop_stale_caches("memory", (state, caches, sys.modules[__name__]))

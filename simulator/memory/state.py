@@ -31,10 +31,11 @@ then, per cache level and TLB, at the absolute offsets held in its C row:
 Other numba code (the core timing model) calls ``kernel.data_access`` / ``kernel.fetch_access`` per
 instruction with the state array first; after each call the words ``S[SCR_LEVEL]``, ``S[SCR_TLB]``,
 ``S[SCR_WALK_LOADS]`` and ``S[SCR_WALK_CYCLES]`` hold the supplying level, the TLB outcome and the
-walk's loads and cycles, and ``S[SCR_PF_N]`` the number of prefetches the access sent into the top data level
-(the L1D), ``S[SCR_PF_REC0 + j]`` = line * 16 + supplying level of each (at most ``PF_RECORDS``): the
-memory kernel installs a prefetched line at once, and the core times its arrival (an MSHR until the
-supplying level's latency has passed).  Before each call the caller sets ``S[SCR_NOW]`` to the current
+walk's loads and cycles, ``S[G_CH_DELAY]`` how long the access's memory transfers waited for the memory
+channel, and ``S[SCR_PF_N]`` the number of prefetches the access sent into the top data level (the L1D),
+``S[SCR_PF_REC0 + j]`` a record of each (at most ``PF_RECORDS``: line within its page, channel wait,
+supplying level): the memory kernel installs a prefetched line at once, and the core times its arrival
+(an MSHR until the wait and the supplying level's latency have passed).  Before each call the caller sets ``S[SCR_NOW]`` to the current
 time (the core's cycle; the trace record's index in trace-driven runs): prefetch engines are busy until a
 time.
 """
@@ -110,8 +111,10 @@ S_NMISSED, S_LEVEL, S_TLB, S_WALK_LOADS, S_WALK_CYCLES, S_FILL_SLOT, S_NOW = ran
 S_MISSED = 8                      # 8..15 levels missed by the last demand request, 16..23 their lines
 S_MISSED_LINE = 16
 S_PF_N = 24                       # prefetches into the top data level during the last data access, and
-S_PF_REC0 = 25                    # 25..31 their records: line * 16 + supplying level (the core times them)
-PF_RECORDS = 7
+S_PF_REC0 = 25                    # 25..31 their records (the core times them): the line's number within its
+PF_RECORDS = 7                    # page << PF_WITHIN_SHIFT | channel wait << 4 | supplying level
+PF_WITHIN_SHIFT = 28
+PF_WAIT_MAX = (1 << 24) - 1
 SCR = N0 + SCRROW * NCOL          # absolute word offset of the scratch row
 SCR_LEVEL, SCR_TLB, SCR_WALK_LOADS, SCR_WALK_CYCLES = (SCR + S_LEVEL, SCR + S_TLB, SCR + S_WALK_LOADS,
                                                        SCR + S_WALK_CYCLES)
@@ -124,7 +127,15 @@ F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
 # ---- globals (S[X]) -------------------------------------------------------------------------------
 (G_L1I, G_L1D, G_ITLB0, G_ITLB1, G_DTLB0, G_DTLB1, G_PAGE_BITS, G_WALK_KIND, G_WALK_LEVELS, G_WALK_BITS,
  G_WALK_LEVEL, G_WALK_CACHED, G_WALK_POLLUTE, G_HTAB_PTEGS, G_MAPPING, G_SALT, G_NLEVELS, G_PTE_BYTES,
- G_MEM_LAT, G_RNG, G_IP_STRIDE, G_IPAGE_BITS, G_IWALK_LEVELS, G_NTLBS, G_SIZE) = range(25)
+ G_MEM_LAT, G_RNG, G_IP_STRIDE, G_IPAGE_BITS, G_IWALK_LEVELS, G_NTLBS, G_SIZE, G_CH_UNITS, G_CH_RING,
+ G_CH_DELAY, G_CH_BYTES) = range(29)
+# memory channel (memory.queueing = "bandwidth"): G_CH_UNITS is the channel time of one byte in 2**-16 cycles
+# (0: no queueing); G_CH_RING the offset of its calendar, CH_BUCKETS buckets of 2**CH_BUCKET_BITS cycles, each
+# two words (bucket number, channel time taken in it); G_CH_DELAY the queueing delay of the last access
+# (its demand transfers; cleared by the access functions); G_CH_BYTES the bytes it has carried
+CH_BUCKET_BITS = 6
+CH_BUCKETS = 4096
+CH_FRAC = 16
 
 # prefetcher bits of the C_PF_KIND column (bit = 1 << (registry id - 1); several may be stacked)
 PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE, PF_TAGGED = 1, 2, 4, 8, 16
