@@ -216,6 +216,10 @@ class RefCore:
         return int(lvl), self._tlb_cost(tlb, walk, self.dtlb1)
 
     # -------------------------------------------------------------- structures
+    def _earliest_mshr(self) -> int:
+        """The MSHR that frees first (the lowest-numbered among equals)."""
+        return min(range(len(self.mshrs)), key=lambda j: (self.mshrs[j][0], j))
+
     def _rs_bound(self, i: int) -> int:
         """Earliest cycle at which fewer than rs_entries older instructions are still unissued (an issue
         beyond the reservation horizon releases its entry at the horizon)."""
@@ -425,7 +429,7 @@ class RefCore:
                         ct["late_prefetches"] += by_prefetch
                         break
             elif op == OP_LOAD or self.walloc:
-                k = min(range(len(self.mshrs)), key=lambda j: (self.mshrs[j][0], j))
+                k = self._earliest_mshr()
                 start = max(tready, self.mshrs[k][0])
                 ct["mshr_wait_cycles"] += start - tready
                 done = start + self.lat[lvl] + self.channel_wait
@@ -433,7 +437,7 @@ class RefCore:
             # each prefetch the access sent into the L1D holds an MSHR until its line arrives
             for pline, plvl, pwait in (memport.prefetch_records(tuple(self.hierarchy.state), np.uint64(maddr)).tolist()
                                        if self.timed_prefetch else []):
-                k = min(range(len(self.mshrs)), key=lambda j: (self.mshrs[j][0], j))
+                k = self._earliest_mshr()
                 self.mshrs[k] = [max(tready, self.mshrs[k][0]) + pwait + self.lat[plvl], pline, plvl, True]
                 ct["l1d_prefetch_fills"] += 1
             data_miss = lvl != self.L1D

@@ -41,7 +41,8 @@ def data(mv, vaddr, size, kind, pc, now):
 
 @njit(cache=True, inline="always")
 def prefetch_count(mv):
-    """Prefetches the last data access sent into the L1D (the core gives each an MSHR)."""
+    """Prefetches the last data access sent into the L1D, for the core to give each an MSHR (0 unless
+    ``memory.prefetch_arrival = "latency"``)."""
     return MK._ld(mv, MK.SCR_PF_N)
 
 

@@ -87,7 +87,6 @@ def build_config(platform: Platform, hierarchy: MemoryHierarchy, predictor: str 
     cfg[TM.K_RAT] = int(isa_for(platform.isa).partial_registers)
     cfg[TM.K_DWALLOC] = int(platform.caches[l1d].write_allocate)
     cfg[TM.K_RPORTS] = core.register_read_ports
-    cfg[TM.K_PF_TIMED] = int(platform.memory.prefetch_arrival == "latency")
     for k, unit in enumerate(TM.UNIT_NAMES):
         spec = core.units.get(unit)
         if spec is not None:

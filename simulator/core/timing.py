@@ -134,7 +134,7 @@ MAX_UNIT_COUNT = 8
 (K_INORDER, K_FW, K_DW, K_IW, K_RW, K_FQ, K_ROB, K_RS, K_LQ, K_SQ, K_FE, K_BTB_PEN, K_AGI_PEN, K_AGI_DIST,
  K_GROUP, K_PRED, K_PC_SHIFT, K_BHT_MASK, K_CTR_MAX, K_CTR_THRESH, K_HIST_MASK, K_BTB_SETS, K_BTB_WAYS,
  K_RAS_N, K_L1I, K_L1D, K_ILINE_BITS, K_DLINE_BITS, K_NLEVELS, K_MSHRS, K_ITLB1_LAT, K_DTLB1_LAT, K_WALK_OVH,
- K_RAT, K_DWALLOC, K_RPORTS, K_PF_TIMED) = range(37)
+ K_RAT, K_DWALLOC, K_RPORTS) = range(36)
 K_UNIT_OF_OP = 40              # 10 entries: unit class of each op
 K_UNIT_CNT = 50                # 6 entries
 K_UNIT_LAT = 56
@@ -307,6 +307,16 @@ def _rs_advance(ring_tag, ring_cnt, cur, rel, upto):
 
 
 @njit(cache=True, inline="always")
+def _earliest_mshr(mshr, n):
+    """The MSHR that frees first (the lowest-numbered among equals)."""
+    k_best = 0
+    for k in range(1, n):
+        if mshr[k, 0] < mshr[k_best, 0]:
+            k_best = k
+    return k_best
+
+
+@njit(cache=True, inline="always")
 def _tlb_cost(mv, t1_lat, walk_ovh):
     """Translation cycles of the access just made: second-level TLB latency, plus the walk."""
     tlb = memport.tlb_outcome(mv)
@@ -374,7 +384,6 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     rat_on = cfg[K_RAT] != 0
     dwalloc = cfg[K_DWALLOC] != 0
     RPORTS = cfg[K_RPORTS]
-    PF_TIMED = cfg[K_PF_TIMED] != 0
     lat_l1i = lat[L1I]
     lat_l1d = lat[L1D]
     group_cap = GROUP if GROUP < IW else IW
@@ -707,10 +716,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                                 CT[V.CT_MERGES] += 1
                             break
             elif is_load or dwalloc:
-                k_best = 0
-                for k in range(1, NMSHR):
-                    if mshr[k, 0] < mshr[k_best, 0]:
-                        k_best = k
+                k_best = _earliest_mshr(mshr, NMSHR)
                 st = tready
                 if mshr[k_best, 0] > st:
                     st = mshr[k_best, 0]
@@ -722,12 +728,9 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 if done > mshr_max:
                     mshr_max = done
             # prefetches the access sent into the L1D: each holds an MSHR until its line arrives
-            for j in range(memport.prefetch_count(mv) if PF_TIMED else 0):
+            for j in range(memport.prefetch_count(mv)):
                 pline, plvl, pwait = memport.prefetch_record(mv, j, maddr)
-                k_best = 0
-                for k in range(1, NMSHR):
-                    if mshr[k, 0] < mshr[k_best, 0]:
-                        k_best = k
+                k_best = _earliest_mshr(mshr, NMSHR)
                 st = tready if mshr[k_best, 0] <= tready else mshr[k_best, 0]
                 pdone = st + pwait + lat[plvl]
                 mshr[k_best, 0] = pdone

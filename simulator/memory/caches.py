@@ -15,7 +15,8 @@ from whatif.simulator.memory.state import (
     C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS, C_WRITE_ALLOC,
     C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED, CN_PF_ISSUED, CN_PF_USEFUL,
     CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, CH_BUCKET_BITS, CH_BUCKETS, CH_FRAC,
-    F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_UNITS, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, I64,
+    F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_UNITS, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS,
+    G_PF_TIMED, I64,
     IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0,
     PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, PF_WAIT_MAX,
     PF_WITHIN_SHIFT, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR, SCR_NOW, SRC_PREFETCH,
@@ -552,10 +553,11 @@ def _prefetch_fill(s, lvl, line, set_id, slot0, w, mask):
 
 @njit(cache=True, inline="always")
 def _note_top_prefetch(s, lvl, line, served, wait):
-    """Report a prefetch into the top data level to the core (scratch ``S_PF_*``), which holds an MSHR for it
-    until its channel wait and the supplying level's latency have passed: a demand access that comes sooner
-    waits for the rest.  The record: the line's number within its page, the wait (capped) and the level."""
-    if lvl == _cfg(s, G_L1D):
+    """With timed prefetch arrival, report a prefetch into the top data level to the core (scratch ``S_PF_*``),
+    which holds an MSHR for it until its channel wait and the supplying level's latency have passed: a demand
+    access that comes sooner waits for the rest.  The record: the line's number within its page, the wait
+    (capped) and the level."""
+    if lvl == _cfg(s, G_L1D) and _cfg(s, G_PF_TIMED) != 0:
         n = _ld(s, SCR + S_PF_N)
         if n < PF_RECORDS:
             within = I64(line) & ((I64(1) << (_cfg(s, G_PAGE_BITS) - _cfg(s, C0 + lvl * NCOL + C_LINE_BITS))) - 1)

@@ -195,6 +195,7 @@ class MemoryHierarchy:
         G[L.G_NTLBS] = m
         G[L.G_MEM_LAT] = p.memory.latency_cycles
         G[L.G_IP_STRIDE] = int(any(C[i, L.C_PF_KIND] & L.PF_IP_STRIDE for i in range(n)))
+        G[L.G_PF_TIMED] = int(p.memory.prefetch_arrival == "latency")
         if p.memory.queueing == "bandwidth":
             # channel time of a byte: clock_ghz cycles per ns over bandwidth_gb_s bytes per ns
             # (rounded up: the channel is never faster than its bandwidth)

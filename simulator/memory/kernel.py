@@ -46,18 +46,16 @@ from whatif.simulator.memory import caches, state
 from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, channel, line_miss, prefetch_sets,
                                             prefetched_hit, request, train_ip_stride)
 from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
-    C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK,
-    CN_ACC, CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_CH_DELAY, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
-    G_ITLB0, G_ITLB1, G_IWALK_LEVELS, G_L1D, G_L1I, G_MAPPING, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, G_PTE_BYTES,
-    G_SALT, G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE,
-    I64, K_IFETCH, K_LOAD, K_MODIFY, K_STORE, M_PS, M_VD, MAX_LEVELS, MAX_TLBS, MEMROW, MW, N0, NCOL, NSRC,
-    PF_IP_STRIDE, PF_WAIT_MAX, PF_WITHIN_SHIFT, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR,
-    SCR_LEVEL, SCR_TLB,
-    SCR_NOW, SCR_PF_N, SCR_PF_REC0, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE, SRC_WALK,
-    T_BITS0, T_NSETS, T_PLRU0,
-    T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK, TN_MISS, TN_WALK_ACC, TN_WALK_MEM,
-    TN_WALKS, TROW0, U64, EMPTY, MemState, Views, _add, _cfg, _find, _ld, _ldu, _mix64, _plru_touch,
-    _plru_victim, _rand, _sector_mask, _set_of, _st, _var, unmanaged, views)
+    C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK, CN_ACC,
+    CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_CH_DELAY, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
+    G_ITLB0, G_ITLB1, G_IWALK_LEVELS, G_L1D, G_L1I, G_MAPPING, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, G_PTE_BYTES, G_SALT,
+    G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE, I64, K_IFETCH,
+    K_LOAD, K_MODIFY, K_STORE, M_PS, M_VD, MAX_LEVELS, MAX_TLBS, MEMROW, MW, N0, NCOL, NSRC, PF_IP_STRIDE,
+    PF_WAIT_MAX, PF_WITHIN_SHIFT, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR, SCR_LEVEL,
+    SCR_TLB, SCR_NOW, SCR_PF_N, SCR_PF_REC0, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE,
+    SRC_WALK, T_BITS0, T_NSETS, T_PLRU0, T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK, TN_MISS,
+    TN_WALK_ACC, TN_WALK_MEM, TN_WALKS, TROW0, U64, EMPTY, MemState, Views, _add, _cfg, _find, _ld, _ldu, _mix64,
+    _plru_touch, _plru_victim, _rand, _sector_mask, _set_of, _st, _var, unmanaged, views)
 
 
 # ============================================================================ translation
@@ -405,13 +403,13 @@ def run_trace(S, addrs, sizes, kinds, start, stop, t0, spacing, pc):
     return pc
 
 
-
 @njit(cache=True)
 def book_channel(S, now, nbytes):
     """From Python (tests): book ``nbytes`` on the memory channel at cycle ``now``; returns the wait."""
     s = S.ctypes.data
     _st(s, SCR_NOW, now)
     return channel(s, nbytes)
+
 
 # ============================================================================ cache coherence
 drop_stale_caches("memory", (state, caches, sys.modules[__name__]))

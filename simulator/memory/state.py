@@ -34,10 +34,10 @@ instruction with the state array first; after each call the words ``S[SCR_LEVEL]
 walk's loads and cycles, ``S[G_CH_DELAY]`` how long the access's memory transfers waited for the memory
 channel, and ``S[SCR_PF_N]`` the number of prefetches the access sent into the top data level (the L1D),
 ``S[SCR_PF_REC0 + j]`` a record of each (at most ``PF_RECORDS``: line within its page, channel wait,
-supplying level): the memory kernel installs a prefetched line at once, and the core times its arrival
-(an MSHR until the wait and the supplying level's latency have passed).  Before each call the caller sets ``S[SCR_NOW]`` to the current
-time (the core's cycle; the trace record's index in trace-driven runs): prefetch engines are busy until a
-time.
+supplying level; only with ``G_PF_TIMED``): the memory kernel installs a prefetched line at once, and the
+core times its arrival (an MSHR until the wait and the supplying level's latency have passed).  Before each
+call the caller sets ``S[SCR_NOW]`` to the current time (the core's cycle; the trace record's index in
+trace-driven runs): prefetch engines are busy until a time.
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
 (G_L1I, G_L1D, G_ITLB0, G_ITLB1, G_DTLB0, G_DTLB1, G_PAGE_BITS, G_WALK_KIND, G_WALK_LEVELS, G_WALK_BITS,
  G_WALK_LEVEL, G_WALK_CACHED, G_WALK_POLLUTE, G_HTAB_PTEGS, G_MAPPING, G_SALT, G_NLEVELS, G_PTE_BYTES,
  G_MEM_LAT, G_RNG, G_IP_STRIDE, G_IPAGE_BITS, G_IWALK_LEVELS, G_NTLBS, G_SIZE, G_CH_UNITS, G_CH_RING,
- G_CH_DELAY, G_CH_BYTES) = range(29)
+ G_CH_DELAY, G_CH_BYTES, G_PF_TIMED) = range(30)
+# G_PF_TIMED: memory.prefetch_arrival = "latency" (prefetches into the L1D are reported to the core, S_PF_*)
 # memory channel (memory.queueing = "bandwidth"): G_CH_UNITS is the channel time of one byte in 2**-16 cycles
 # (0: no queueing); G_CH_RING the offset of its calendar, CH_BUCKETS buckets of 2**CH_BUCKET_BITS cycles, each
 # two words (bucket number, channel time taken in it); G_CH_DELAY the queueing delay of the last access
