@@ -46,7 +46,7 @@ def prefetch_count(mv):
     return MK._ld(mv, MK.SCR_PF_N)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def prefetch_record(mv, j, vaddr):
     """The ``j``-th of them: (virtual line, supplying level (memory = number of levels), cycles its transfer
     waited for the memory channel).  A prefetch never leaves the page of the access that triggered it

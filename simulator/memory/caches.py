@@ -539,7 +539,7 @@ def _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask):
     _st(s, k, now + wait + lat)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _prefetch_fill(s, lvl, line, set_id, slot0, w, mask):
     """Fill a prefetched line; returns the supplying level and how long its transfer waited for the memory
     channel (kept apart from the demand access's own wait), and reports a prefetch into the L1D."""
