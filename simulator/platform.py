@@ -99,6 +99,8 @@ class CacheLevel(_Strict):
     prefetch_degree: PositiveInt = 1
     prefetch_engines: NonNegativeInt = 0       # prefetches in flight at once; a prefetch with none free is dropped
                                                # (0: unlimited)
+    streamer_streams: PositiveInt = 32         # the streamer's table: 4 KB regions followed at once
+    streamer_distance: PositiveInt = 20        # lines the streamer runs ahead of the request at most
     mshrs: PositiveInt = 8
     shared_by_cores: PositiveInt = 1
 
@@ -198,7 +200,8 @@ class Memory(_Strict):
     bandwidth_gb_s: PositiveFloat
     # instant: a prefetched line is usable at once.  latency: a prefetch into the L1D holds an MSHR and its line
     # arrives the supplying level's latency after the access that triggered it; a load or store that comes
-    # sooner waits for the rest (a late prefetch).  Prefetches into lower levels stay instant either way.
+    # sooner waits for the rest (a late prefetch); a line prefetched into a lower level is likewise ready there
+    # only when it has arrived.
     prefetch_arrival: Literal["instant", "latency"] = "instant"
     # none: memory serves every transfer after latency_cycles.  bandwidth: demand fills, prefetches, page-walk
     # loads and writebacks share one channel of bandwidth_gb_s and queue behind each other first.
@@ -325,6 +328,14 @@ class Platform(_Strict):
             raise ValueError("caches: no top level serves instruction fetches")
         if not any(caches[t].serves in ("data", "unified") for t in tops):
             raise ValueError("caches: no top level serves data accesses")
+        for t in sorted(tops):
+            if "streamer" in caches[t].prefetchers:
+                raise ValueError(f"caches.{t}.prefetchers: a streamer follows the requests that reach its level from "
+                                 f"the level above, and {t} has none")
+        for name, c in caches.items():
+            if "streamer" in c.prefetchers and c.line_bytes >= 4096:
+                raise ValueError(f"caches.{name}.prefetchers: a streamer follows lines within 4 KB regions, and "
+                                 f"{name}'s lines are {c.line_bytes} bytes")
         for name, t in self.tlbs.items():
             if t.next_level != "walk" and t.next_level not in self.tlbs:
                 raise ValueError(f"tlbs.{name}.next_level {t.next_level!r} names no TLB (or 'walk')")

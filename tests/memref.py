@@ -47,6 +47,7 @@ class Line:
     valid: int = 0        # sector bit mask
     dirty: int = 0
     pref: int = 0
+    ready: int = 0        # timed prefetch arrival, below the L1s: the cycle the line arrives
 
 
 class PLRUTree:
@@ -124,6 +125,7 @@ class Counters:
     pf_issued: int = 0
     pf_useful: int = 0
     pf_dropped: int = 0
+    pf_late: int = 0
     back_inval: int = 0
     sector_miss: int = 0
     evictions: int = 0
@@ -151,6 +153,10 @@ class RefCache:
         self.c = Counters()
         self.rng = rng
         self.ipt = {}
+        self.streamer = "streamer" in self.prefetchers
+        self.streams: list[list[int]] = [[0, 0, 0, 0, 0] for _ in range(spec.streamer_streams)]
+        self.stream_distance = spec.streamer_distance
+        self.timed = False             # lines below the L1s arrive late when a prefetch brings them (set by the hierarchy)
 
     def line_of(self, addr): return addr // self.line_bytes
 
@@ -189,6 +195,13 @@ class RefHierarchy:
             c.above = self._above(n)
         self.l1i = self.caches[platform.top_cache("instruction")]
         self.l1d = self.caches[platform.top_cache("data")]
+        if platform.memory.queueing != "none":
+            raise ValueError("the reference has no memory channel (memory.queueing = 'none' only)")
+        self.timed = platform.memory.prefetch_arrival == "latency"
+        for c in self.caches.values():
+            c.timed = self.timed and c is not self.l1i and c is not self.l1d
+        self.stream_notes: list[tuple[RefCache, int]] = []
+        self.stream_clock = 0
         self.tlbs = {n: {"spec": t, "sets": [CacheSet(t.associativity, t.replacement)
                                              for _ in range(t.entries // t.associativity)],
                          "acc": 0, "miss": 0, "walks": 0, "walk_acc": 0, "walk_mem": 0}
@@ -291,16 +304,20 @@ class RefHierarchy:
         req_bytes = (last - first + 1) * c.sector_bytes
         cur = c.next
         served = "memory"
+        extra = 0
         while cur is not None:
             cl = cur.line_of(req_addr)
             cs = cur.set_of(cl)
             cm = cur.sector_mask(req_addr, req_bytes)
             cur.c.acc[src] += 1
+            if cur.streamer and src not in (WALK, WRITEBACK) and len(self.stream_notes) < 8:
+                self.stream_notes.append((cur, cl))
             cw = cs.find(cl)
             if cw >= 0 and (cs.ways[cw].valid & cm) == cm:
                 cs.touch(cw)
                 if cs.ways[cw].pref & cm:
                     self.prefetched_hit(cur, cs.ways[cw], cm, cl, record)
+                extra += self.ready_wait(cur, cs.ways[cw], src)
                 served = cur.name
                 break
             cur.c.miss[src] += 1
@@ -317,6 +334,7 @@ class RefHierarchy:
             cur = cur.next
         if served == "memory":
             self.mem[src] += 1
+        arrive = self.now + extra + self.latency(served) if pref_mask and self.timed else 0
         result = None
         for depth in range(len(path) - 1, -1, -1):
             lc, ll, lm = path[depth]
@@ -334,6 +352,8 @@ class RefHierarchy:
                 result = ls.ways[ls.find(ll)]
                 if wb is not None:
                     self.writeback(lc.next, *wb)
+            if arrive and lc.timed:
+                result.ready = arrive - lc.spec.latency_cycles
         self.filled = result
         return served
 
@@ -356,6 +376,7 @@ class RefHierarchy:
                 cset.touch(w)
                 if ln.pref & mask:
                     self.prefetched_hit(c, ln, mask, line, record and first)
+                self.ready_wait(c, ln, src)
                 if first:
                     served = c.name
                 if not write:
@@ -400,6 +421,52 @@ class RefHierarchy:
         c.c.pf_issued += 1
         served = self.fill(c, line, mask, PREFETCH, mask, False)
         c.engines[k] = self.now + self.latency(served)
+
+    def ready_wait(self, c: RefCache, ln: Line, src: int) -> int:
+        """A hit on a line a prefetch is still bringing in waits for the rest; a demand counts it late."""
+        left = ln.ready - self.now if c.timed else 0
+        if left <= 0:
+            return 0
+        if src != PREFETCH:
+            c.c.pf_late += 1
+        return left
+
+    def train_streamer(self, c: RefCache, line: int):
+        """Per 4 KB region: two steps one way confirm a stream, which then prefetches up to two lines a
+        request, at most the distance ahead, within the region, never behind the request."""
+        per = 4096 // c.line_bytes
+        key, within = line // per + 1, line % per
+        self.stream_clock += 1
+        ent = next((e for e in c.streams if e[0] == key), None)
+        if ent is None:
+            victim = min(c.streams, key=lambda e: e[4])          # (the first of equal stamps; empty: 0)
+            victim[:] = [key, within, 0, 0, self.stream_clock]
+            return
+        ent[4] = self.stream_clock
+        step = within - ent[1]
+        if step == 0:
+            return
+        d = 1 if step > 0 else -1
+        ent[1] = within
+        if ent[2] != d:
+            ent[2], ent[3] = d, within + d
+            return
+        nxt = ent[3]
+        if (nxt - within) * d <= 0:
+            nxt = within + d
+        for _ in range(2):
+            if not (0 <= nxt < per) or (nxt - within) * d > c.stream_distance:
+                break
+            self.prefetch_line(c, (key - 1) * per + nxt, c.full)
+            nxt += d
+        ent[3] = nxt
+
+    def run_streamers(self):
+        i = 0
+        while i < len(self.stream_notes):
+            self.train_streamer(*self.stream_notes[i])
+            i += 1
+        self.stream_notes = []
 
     def prefetched_hit(self, c: RefCache, ln, mask: int, line: int, record: bool):
         """A demand hit on prefetched sectors: useful once; a tagged prefetcher fetches on as on a miss."""
@@ -551,6 +618,7 @@ class RefHierarchy:
                         if "ip_stride" in c.prefetchers:
                             self.train_ip_stride(c, pc, self.phys(a, "data"))
                         c = c.next
+            self.run_streamers()
         return self
 
     def counters(self) -> dict:
@@ -567,7 +635,7 @@ class RefHierarchy:
             row.update(sector_misses=c.c.sector_miss, straddling_accesses=c.c.straddle, evictions=c.c.evictions,
                        writebacks=c.c.writebacks, writebacks_received=c.c.acc[WRITEBACK],
                        back_invalidations=c.c.back_inval, prefetches_issued=c.c.pf_issued,
-                       prefetches_useful=c.c.pf_useful, prefetches_dropped=c.c.pf_dropped,
+                       prefetches_useful=c.c.pf_useful, prefetches_dropped=c.c.pf_dropped, late_prefetches=c.c.pf_late,
                        prefetch_requests_received=c.c.acc[PREFETCH], prefetch_requests_missed=c.c.miss[PREFETCH])
             levels[name] = row
         tlbs = {n: {"accesses": t["acc"], "misses": t["miss"], "hits": t["acc"] - t["miss"], "walks": t["walks"],

@@ -58,14 +58,22 @@ VARIANTS = {
     "prefetch_engines": ["l1d.prefetchers=['next_line']", "l1d.prefetch_degree=2", "l1d.prefetch_engines=2",
                          "l2.prefetchers=['adjacent_sector','next_line']", "l2.prefetch_engines=1", "l2.size_kb=32",
                          "memory.latency_cycles=12"],
+    "streamer": ["l1d.prefetchers=['next_line']", "l2.prefetchers=['streamer']", "l2.streamer_streams=4",
+                 "l2.streamer_distance=6", "l2.size_kb=64"],
+    "streamer_timed": ["l1d.prefetchers=['next_line', 'ip_stride']", "l2.prefetchers=['adjacent_sector', 'streamer']",
+                       "l2.streamer_streams=3", "l2.size_kb=32", "memory.prefetch_arrival=latency"],
 }
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_mechanism_variants_match_reference(variant):
     platform = load_platform("mpc7447a", VARIANTS[variant])
-    fast, ref = both(platform, small_trace(11), seed=11, cycles_per_record=1 if variant == "prefetch_engines" else None)
+    fast, ref = both(platform, small_trace(11), seed=11,
+                     cycles_per_record=1 if variant in ("prefetch_engines", "streamer_timed") else None)
     assert_same(fast, ref)
+    if variant.startswith("streamer"):            # the streamer prefetched; timed, demands found lines in flight
+        assert fast["levels"]["L2"]["prefetches_issued"] > 0 and fast["levels"]["L2"]["prefetches_useful"] > 0
+        assert (fast["levels"]["L2"]["late_prefetches"] > 0) == (variant == "streamer_timed")
     if variant.startswith("tagged"):              # hits on prefetched lines fetched further lines
         assert fast["levels"]["L1I"]["prefetches_useful"] > 0
     if variant == "prefetch_engines":            # the engines both issue and drop on this trace
@@ -145,9 +153,12 @@ def raw_traces(draw):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw_traces(), st.sampled_from(["mpc7447a", "nehalem", "z10"]), st.integers(0, 3), st.integers(0, 3),
-       st.sampled_from([None, 1, 7]))
-def test_property_matches_reference_on_arbitrary_traces(trace, name, seed, engines, spacing):
+       st.sampled_from([None, 1, 7]), st.booleans())
+def test_property_matches_reference_on_arbitrary_traces(trace, name, seed, engines, spacing, streamer):
     small = ["l1d.size_kb=4", "l1i.size_kb=4"] if name != "z10" else []
+    if streamer and name != "z10":   # the L2 streamer, with prefetched lines timed below the L1s
+        small += ["l2.prefetchers=['adjacent_sector', 'adjacent_line', 'streamer']", "l2.streamer_streams=2",
+                  "memory.prefetch_arrival=latency"]
     # prefetch engines on the levels with prefetchers (L1D of the Xeon and the z10, the 7447A's L2)
     platform = load_platform(name, small + [f"l1d.prefetch_engines={engines}", f"l2.prefetch_engines={engines}"])
     fast, ref = both(platform, trace, seed=seed, cycles_per_record=spacing)
@@ -514,3 +525,64 @@ def test_without_queueing_the_channel_books_nothing():
     h = MemoryHierarchy(load_platform("nehalem"))
     assert [MK.book_channel(h.state.S, 0, 64) for _ in range(10)] == [0] * 10
     assert h.channel_bytes() == 0 and h.channel_busy_until() == 0
+
+
+STREAMER = ["caches.L1D.prefetchers=[]", "caches.L2.prefetchers=['streamer']", "caches.L3.size_kb=8192"]
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_streamer_follows_a_stream_within_each_4kb_region(direction):
+    # per 4 KB region (64 lines): the first three lines miss (the second sets a direction, the third confirms
+    # it); from then on the streamer stays ahead of the stream, two lines a request, and stops at the region's
+    # end, so the other 61 lines are prefetched and hit
+    platform = load_platform("nehalem", STREAMER)
+    regions = 5
+    lines = np.arange(64 * regions, dtype=np.uint64)
+    if direction < 0:
+        lines = lines[::-1]
+    fast, ref = both(platform, loads(0x4000000 + 64 * lines))
+    assert_same(fast, ref)
+    l2 = fast["levels"]["L2"]
+    assert l2["load_misses"] == 3 * regions
+    assert l2["prefetches_issued"] == 61 * regions and l2["prefetches_useful"] == 61 * regions
+
+
+def test_streamer_runs_no_further_ahead_than_its_distance():
+    # a stream of 10 lines: lines 0-2 miss, and the eight requests 2-9 issue two lines each from line 3 on,
+    # but never beyond the last request's line 9 + distance
+    for distance, issued in ((20, 16), (4, 11)):
+        platform = load_platform("nehalem", STREAMER + [f"caches.L2.streamer_distance={distance}"])
+        fast, _ = both(platform, loads(0x4000000 + 64 * np.arange(10, dtype=np.uint64)))
+        assert fast["levels"]["L2"]["prefetches_issued"] == issued
+
+
+def test_timed_prefetch_below_the_l1s_is_ready_after_the_memory_latency():
+    # the streamer prefetches lines 3 and 4 at cycle 0 (the third request); line 3 arrives in the L2 at cycle
+    # memory latency - L2 latency: a demand at cycle t waits for the rest (its L2 hit then completes when the
+    # prefetch arrives), one after that waits for nothing, and only the waiting demand counts a late prefetch
+    from whatif.simulator.core import memport
+    platform = load_platform("nehalem", STREAMER + ["memory.prefetch_arrival=latency"])
+    mem_lat, l2_lat = platform.memory.latency_cycles, platform.caches["L2"].latency_cycles
+    h = MemoryHierarchy(platform)
+    state = tuple(h.state)
+    base = 0x4000000
+    for k in range(3):
+        memport.data_outcome(state, np.uint64(base + 64 * k), 8, 1, 0x400000, 0)
+    assert h.counters()["levels"]["L2"]["prefetches_issued"] == 2
+    level, _, _ = memport.data_outcome(state, np.uint64(base + 64 * 3), 8, 1, 0x400000, 100)
+    assert h.level_names[level] == "L2"
+    assert memport.channel_wait_of(state) == mem_lat - l2_lat - 100
+    memport.data_outcome(state, np.uint64(base + 64 * 4), 8, 1, 0x400000, mem_lat)
+    assert memport.channel_wait_of(state) == 0
+    assert h.counters()["levels"]["L2"]["late_prefetches"] == 1
+    # untimed, the same prefetch is ready at once
+    h = MemoryHierarchy(load_platform("nehalem", STREAMER))
+    state = tuple(h.state)
+    for k in range(4):
+        memport.data_outcome(state, np.uint64(base + 64 * k), 8, 1, 0x400000, 100 * (k == 3))
+    assert memport.channel_wait_of(state) == 0 and h.counters()["levels"]["L2"]["late_prefetches"] == 0
+
+
+def test_a_streamer_needs_requests_from_a_level_above():
+    with pytest.raises(Exception, match="caches.L1D.prefetchers: a streamer follows the requests"):
+        load_platform("nehalem", ["caches.L1D.prefetchers=['streamer']"])

@@ -16,7 +16,8 @@ from whatif.simulator.memory.state import (
     C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED, CN_PF_ISSUED, CN_PF_USEFUL,
     CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, CH_BUCKET_BITS, CH_BUCKETS, CH_FRAC,
     F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_UNITS, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS,
-    G_PF_TIMED, I64,
+    G_PF_TIMED, G_READY0, G_ST_CLOCK, G_ST_N, G_ST_REC0, I64, C_ST0, C_ST_DIST, C_ST_N, CN_PF_LATE, PF_STREAMER,
+    ST_PAGE_BITS, ST_RECORDS, ST_WORDS, SRC_WALK,
     IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0,
     PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, PF_WAIT_MAX,
     PF_WITHIN_SHIFT, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR, SCR_NOW, SRC_PREFETCH,
@@ -193,6 +194,9 @@ def _install(s, lvl, line, set_id, slot0, mask, dirty_mask, pref_mask):
             wb_bytes = I64(1) << lb
     _st(s, ti, line)
     _st(s, m + M_VD, mask | (dirty_mask << U64(32)))
+    r0 = _ld(s, G_READY0 + lvl)
+    if r0 != 0:
+        _st(s, r0 + slot, 0)                       # a new line: ready unless a prefetch fill says otherwise
     policy = _cfg(s, c + C_POLICY)
     if policy == 0 or policy == 2:
         _st(s, m + M_PS, pref_mask | (_tick(s, lvl) << U64(32)))
@@ -311,6 +315,35 @@ def prefetched_hit(s, lvl, m, mask, line, record):
         _note_miss(s, lvl, line)
 
 
+@njit(cache=True, inline="always")
+def _note_stream(s, cc, lvl, line, src):
+    """Note a request from above that looks up ``line`` at ``lvl`` (config row ``cc``) for the level's streamer,
+    which trains on it after the access (:func:`run_streamers`): demand and prefetch requests, not page-walk
+    loads or writebacks."""
+    if ((_cfg(s, cc + C_PF_KIND) & PF_STREAMER) != 0) & (src != SRC_WALK) & (src != SRC_WRITEBACK):
+        k = _ld(s, G_ST_N)
+        if k < ST_RECORDS:
+            _st(s, G_ST_REC0 + k, I64(line << U64(4)) | lvl)
+            _st(s, G_ST_N, k + 1)
+
+
+@njit(cache=True, inline="always")
+def ready_wait(s, lvl, slot, src):
+    """With timed prefetch arrival, a hit at ``lvl`` (below the L1s) on a line a prefetch is still bringing in
+    waits for the rest: returns the wait, which is added to the access's (``S[G_CH_DELAY]``); a demand request
+    counts a late prefetch."""
+    r0 = _ld(s, G_READY0 + lvl)
+    if r0 == 0:
+        return 0
+    left = _ld(s, r0 + slot) - _ld(s, SCR_NOW)
+    if left <= 0:
+        return 0
+    _add(s, G_CH_DELAY, left)
+    if src != SRC_PREFETCH:
+        _add(s, N0 + lvl * NCOL + CN_PF_LATE, 1)
+    return left
+
+
 @njit(cache=True)
 def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
     """Service a miss of sectors ``mask`` of ``line`` at ``lvl`` (way ``w`` if the tag is present).
@@ -329,6 +362,7 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
     _st(s, fr + F_MASK, mask)
     _st(s, fr + F_LINE, line)
     c = C0 + lvl * NCOL
+    extra = 0                 # the waits this request meets: a line in flight, the memory channel
     if record and (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
         _note_miss(s, lvl, line)
     missing = mask if w < 0 else (mask & ~_ldu(s, _cfg(s, c + C_META0) + (slot0 + w) * MW + M_VD))
@@ -346,12 +380,14 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
         _prefetch(s, cm0 + cways * MW - 1)
         cmask = _sector_mask(req_addr, req_bytes, _cfg(s, cc + C_SECTOR_BITS), _cfg(s, cc + C_NSECT))
         _add(s, cn + CN_ACC + src, 1)
+        _note_stream(s, cc, cur, cline, src)
         cw = _find(s, _cfg(s, cc + C_TAG0) + cslot0, cways, cline)
         m = cm0 + cw * MW
         if cw >= 0 and (_ldu(s, m + M_VD) & cmask) == cmask:
             _touch(s, cur, cslot0 + cw, cset, cw)
             if _ldu(s, m + M_PS) & cmask:
                 prefetched_hit(s, cur, m, cmask, cline, record)
+            extra += ready_wait(s, cur, cslot0 + cw, src)
             served = cur
             break
         _add(s, cn + CN_MISS + src, 1)
@@ -372,7 +408,14 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
         cur = _cfg(s, cc + C_NEXT)
     if served == n:
         _add(s, N0 + MEMROW * NCOL + src, 1)
-        _add(s, G_CH_DELAY, channel(s, req_bytes))
+        wait = channel(s, req_bytes)
+        _add(s, G_CH_DELAY, wait)
+        extra += wait
+    # with timed prefetch arrival, a prefetched line arrives at each level below the L1s when the supplying
+    # level's latency (and the waits met on the way) have passed, less that level's own latency
+    arrive = 0
+    if pref_mask != 0 and _cfg(s, G_PF_TIMED) != 0:
+        arrive = _ld(s, SCR_NOW) + extra + (_cfg(s, G_MEM_LAT) if served == n else _cfg(s, C0 + served * NCOL + C_LAT))
     slot = -1
     for d in range(depth, -1, -1):
         f = fr + d * NCOL
@@ -396,6 +439,8 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
             slot, wb_addr, wb_bytes = _install(s, lv, lline, lset, lslot0, lmask, U64(0), pm)
             if wb_bytes > 0:
                 _writeback(s, _cfg(s, lc + C_NEXT), wb_addr, wb_bytes)
+        if arrive != 0 and _ld(s, G_READY0 + lv) != 0:
+            _st(s, _ld(s, G_READY0 + lv) + slot, arrive - _cfg(s, lc + C_LAT))
     _st(s, SCR + S_FILL_SLOT, slot)
     return served
 
@@ -432,6 +477,7 @@ def request(s, lvl, addr, nbytes, src, write, count, record):
             _touch(s, lvl, slot0 + w, set_id, w)
             if _ldu(s, m + M_PS) & mask:
                 prefetched_hit(s, lvl, m, mask, line, record and first)
+            ready_wait(s, lvl, slot0 + w, src)
             if first:
                 served = lvl
             if not write:
@@ -501,9 +547,11 @@ def line_miss(s, lvl, addr, nbytes, src, write, record):
             if record and (_cfg(s, c + C_PF_KIND) & PF_MISS_TRIGGERED) != 0:
                 _note_miss(s, lvl, line)
             _add(s, N0 + nxt * NCOL + CN_ACC + src, 1)
+            _note_stream(s, cc, nxt, cline, src)
             _touch(s, nxt, cslot0 + cw, cset, cw)
             if _ldu(s, m + M_PS) & cmask:
                 prefetched_hit(s, nxt, m, cmask, cline, record)
+            ready_wait(s, nxt, cslot0 + cw, src)
             slot, wb_addr, wb_bytes = _install(s, lvl, line, set_id, slot0, mask, U64(0), U64(0))
             if wb_bytes > 0:
                 _writeback(s, nxt, wb_addr, wb_bytes)
@@ -651,3 +699,70 @@ def train_ip_stride(s, lvl, pc, addr):
         if target >= 0 and (target >> lb) != (a >> lb) and (target >> pb) == (a >> pb):
             full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
             prefetch_line(s, lvl, U64(target >> lb), full)
+
+
+@njit(cache=True)
+def train_streamer(s, lvl, line):
+    """The streamer at ``lvl`` sees a request for ``line`` (this level's line number) from above.  One table
+    entry per 4 KB region (LRU among ``C_ST_N`` entries) holds the last line requested there, the direction of
+    the last step and the next line to prefetch.  A step (another line of the region) in the direction of the
+    step before confirms a stream; a confirmed stream then prefetches up to two lines a request from its next
+    line on, never more than ``C_ST_DIST`` lines ahead of the request nor out of the region, and never behind
+    it.  A step the other way turns the entry round unconfirmed."""
+    c = C0 + lvl * NCOL
+    per = I64(1) << (ST_PAGE_BITS - _cfg(s, c + C_LINE_BITS))
+    key = I64(line) // per + 1
+    within = I64(line) % per
+    t0 = _cfg(s, c + C_ST0)
+    clock = _ld(s, G_ST_CLOCK) + 1
+    _st(s, G_ST_CLOCK, clock)
+    e = -1
+    victim = t0
+    for k in range(_cfg(s, c + C_ST_N)):
+        x = t0 + k * ST_WORDS
+        if _ld(s, x) == key:
+            e = x
+            break
+        if _ld(s, x + 4) < _ld(s, victim + 4):
+            victim = x
+    if e < 0:
+        _st(s, victim, key)
+        _st(s, victim + 1, within)
+        _st(s, victim + 2, 0)
+        _st(s, victim + 3, 0)
+        _st(s, victim + 4, clock)
+        return
+    _st(s, e + 4, clock)
+    step = within - _ld(s, e + 1)
+    if step == 0:
+        return
+    d = I64(1) if step > 0 else I64(-1)
+    _st(s, e + 1, within)
+    if _ld(s, e + 2) != d:
+        _st(s, e + 2, d)
+        _st(s, e + 3, within + d)
+        return
+    nxt = _ld(s, e + 3)
+    if (nxt - within) * d <= 0:
+        nxt = within + d
+    full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
+    dist = _cfg(s, c + C_ST_DIST)
+    base = (key - 1) * per
+    for _ in range(2):
+        if nxt < 0 or nxt >= per or (nxt - within) * d > dist:
+            break
+        prefetch_line(s, lvl, U64(base + nxt), full)
+        nxt += d
+    _st(s, e + 3, nxt)
+
+
+@njit(cache=True)
+def run_streamers(s):
+    """Train the streamers on the requests noted during the last access, in the order they were made (the
+    streamers' own prefetches may note more, at the levels below)."""
+    i = 0
+    while i < _ld(s, G_ST_N):
+        rec = _ld(s, G_ST_REC0 + i)
+        train_streamer(s, rec & 15, U64(rec) >> U64(4))
+        i += 1
+    _st(s, G_ST_N, 0)

@@ -73,7 +73,8 @@ class MemoryHierarchy:
         # levels summed into their depth by one product
         self._depth_matrix = (np.arange(self._depth_count)[:, None] == np.array(self.level_depths)).astype(np.int64)
         self.tlb_names = list(platform.tlbs)
-        self._engine_words: list[tuple[int, int]] = []     # (state offset, engines) of levels with engines
+        self._engine_words: list[tuple[int, int]] = []     # (state offset, words) of times: prefetch engines' busy
+                                                            # until, lines' ready at (timed prefetch arrival)
         self._tlb_tags: list[tuple[int, int]] = []         # (state offset, words) of each TLB's tags
         self._cache_lines: list[tuple[int, int, int, int]] = []  # per cache: tag offset, words; metadata's
         self.state = self._build()
@@ -108,6 +109,7 @@ class MemoryHierarchy:
 
         empty: list[tuple[int, int]] = []         # tag regions, filled with EMPTY below
         tables: list[tuple[int, list[int]]] = []  # PLRU touch tables
+        tops = {p.top_cache("instruction"), p.top_cache("data")}
         for i, name in enumerate(names):
             c = p.caches[name]
             sets = c.sets * c.slices
@@ -139,6 +141,14 @@ class MemoryHierarchy:
             if c.prefetch_engines:
                 C[i, L.C_PF_BUSY0] = region(c.prefetch_engines)     # busy-until times, 0: free from the start
                 self._engine_words.append((int(C[i, L.C_PF_BUSY0]), c.prefetch_engines))
+            if "streamer" in c.prefetchers:
+                C[i, L.C_ST0] = region(c.streamer_streams * L.ST_WORDS)
+                C[i, L.C_ST_N] = c.streamer_streams
+                C[i, L.C_ST_DIST] = c.streamer_distance
+            if p.memory.prefetch_arrival == "latency" and name not in tops:
+                # when each line of a level below the L1s is ready: a prefetch is still bringing it in until then
+                G[L.G_READY0 + i] = region(slots)
+                self._engine_words.append((int(G[L.G_READY0 + i]), slots))
             # every level above this one (transitively), for back-invalidation by inclusive levels
             ups: list[int] = []
             frontier = [name]
@@ -335,6 +345,7 @@ class MemoryHierarchy:
             row["prefetches_issued"] = int(c[L.CN_PF_ISSUED])
             row["prefetches_useful"] = int(c[L.CN_PF_USEFUL])
             row["prefetches_dropped"] = int(c[L.CN_PF_DROPPED])
+            row["late_prefetches"] = int(c[L.CN_PF_LATE])
             row["prefetch_requests_received"] = int(c[L.CN_ACC + L.SRC_PREFETCH])
             row["prefetch_requests_missed"] = int(c[L.CN_MISS + L.SRC_PREFETCH])
             levels[name] = row

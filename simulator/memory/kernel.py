@@ -26,7 +26,14 @@ same rules):
 * Stores to a write-through level update it and go on to the next level; a store
   miss at a no-write-allocate level goes on without allocating.
 * Prefetches are issued after the demand access completes, never cross a 4 KB
-  physical page, and do not train prefetchers.
+  physical page, and do not train prefetchers -- except a ``streamer``, which trains on
+  every demand and prefetch request that reaches its level from above (after the access
+  and the IP-stride training, in the order the requests were made).
+* With timed prefetch arrival (``memory.prefetch_arrival = "latency"``), a line a prefetch
+  brings into a level below the L1s is ready there at now + the waits the prefetch met +
+  the supplying level's latency - that level's latency: a request that hits it sooner waits
+  for the rest (added to the access's wait, ``S[G_CH_DELAY]``; a demand counts a late
+  prefetch).  Prefetches into the L1D are timed by the core (``S[SCR_PF_N]``).
 * A level with ``prefetch_engines`` = n > 0 has n engines, each busy until a time.  A
   prefetch that would be issued (its sectors not all present) takes the engine that
   frees first if that one is free at the current time (busy-until <= now), and keeps
@@ -44,12 +51,12 @@ from numba import njit
 from whatif.simulator.jitcache import drop_stale_caches
 from whatif.simulator.memory import caches, state
 from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, channel, line_miss, prefetch_sets,
-                                            prefetched_hit, request, train_ip_stride)
+                                            prefetched_hit, request, run_streamers, train_ip_stride)
 from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the layout callers need)
     C0, C_LAT, C_LINE_BITS, C_META0, C_NEXT, C_NSECT, C_PF_KIND, C_SECTOR_BITS, C_TAG0, C_WAYS, C_WRITE_BACK, CN_ACC,
     CN_MISS, CN_PF_USEFUL, CN_STRADDLE, G_CH_DELAY, G_DTLB0, G_DTLB1, G_HTAB_PTEGS, G_IP_STRIDE, G_IPAGE_BITS,
     G_ITLB0, G_ITLB1, G_IWALK_LEVELS, G_L1D, G_L1I, G_MAPPING, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, G_PTE_BYTES, G_SALT,
-    G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE, I64, K_IFETCH,
+    G_ST_N, G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE, I64, K_IFETCH,
     K_LOAD, K_MODIFY, K_STORE, M_PS, M_VD, MAX_LEVELS, MAX_TLBS, MEMROW, MW, N0, NCOL, NSRC, PF_IP_STRIDE,
     PF_WAIT_MAX, PF_WITHIN_SHIFT, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR, SCR_LEVEL,
     SCR_TLB, SCR_NOW, SCR_PF_N, SCR_PF_REC0, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE,
@@ -184,11 +191,13 @@ def _walk(s, vaddr, t, page_bits):
                 _add(s, G_CH_DELAY, channel(s, pte))
             if r == n:
                 _add(s, nt + TN_WALK_MEM, 1)
-                # a walk load's wait for the memory channel is part of the walk, not of the data access
-                cycles += _cfg(s, G_MEM_LAT) + _ld(s, G_CH_DELAY) - waited
-                _st(s, G_CH_DELAY, waited)
+                cycles += _cfg(s, G_MEM_LAT)
             else:
                 cycles += _cfg(s, C0 + r * NCOL + C_LAT)
+            # a walk load's wait (for the memory channel, for a line in flight) is part of the walk, not of the
+            # data access
+            cycles += _ld(s, G_CH_DELAY) - waited
+            _st(s, G_CH_DELAY, waited)
             loads += 1
     _add(s, SCR + S_WALK_LOADS, loads)
     _add(s, SCR + S_WALK_CYCLES, cycles)
@@ -342,8 +351,11 @@ def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
 @njit(cache=True, inline="always")
 def _fetch(s, vaddr, size):
     _st(s, G_CH_DELAY, 0)
-    return _access(s, _cfg(s, G_L1I), _cfg(s, G_ITLB0), _cfg(s, G_ITLB1), vaddr, size, SRC_IFETCH, False,
-                   _cfg(s, G_IPAGE_BITS))
+    r = _access(s, _cfg(s, G_L1I), _cfg(s, G_ITLB0), _cfg(s, G_ITLB1), vaddr, size, SRC_IFETCH, False,
+                _cfg(s, G_IPAGE_BITS))
+    if _ld(s, G_ST_N) != 0:
+        run_streamers(s)
+    return r
 
 
 @njit(cache=True)
@@ -365,6 +377,8 @@ def _data(s, vaddr, size, kind, pc):
                 _cfg(s, G_PAGE_BITS))
     if _cfg(s, G_IP_STRIDE) != 0 and src == SRC_LOAD:
         _train_prefetchers(s, vaddr, pc)
+    if _ld(s, G_ST_N) != 0:
+        run_streamers(s)
     return r
 
 

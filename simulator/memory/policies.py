@@ -21,8 +21,11 @@ REPLACEMENT = {"lru": 0, "plru": 1, "fifo": 2, "random": 3}
 #   adjacent_line   on a demand miss, fetch the buddy line of the aligned 128-byte pair (Intel "spatial" L2 prefetcher)
 #   ip_stride       per load PC: when the same byte stride (at most 2 KB) is seen twice, fetch the line of
 #                   addr + degree*stride (Intel IP prefetcher)
+#   streamer        per 4 KB region, follows an ascending or descending sequence of the requests that reach this
+#                   level from above (demand and prefetch): confirmed by two steps in one direction, it then
+#                   fetches up to two lines a request, at most streamer_distance lines ahead (Intel L2 streamer)
 PREFETCHERS = {"none": 0, "next_line": 1, "adjacent_sector": 2, "adjacent_line": 3, "ip_stride": 4,
-               "tagged_next_line": 5}
+               "tagged_next_line": 5, "streamer": 6}
 
 # Page-walk kinds.  radix: x86-64 style multi-level tables; hashed: PowerPC hashed page table (HTAB);
 # none: an ideal walk that issues no memory accesses.

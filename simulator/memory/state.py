@@ -25,6 +25,9 @@ then, per cache level and TLB, at the absolute offsets held in its C row:
   every set's stamps are renumbered 1..ways in the same order, which keeps every victim choice;
 * per TLB entry a 64-bit stamp (TLBs keep no sector state);
 * per prefetch engine (levels with ``C_PF_ENGINES`` > 0) the time until which it is busy;
+* per streamer (levels with the ``streamer`` prefetcher) ``C_ST_N`` entries of ``ST_WORDS`` words;
+* with timed prefetch arrival, per slot of each level below the L1s the cycle its line is ready
+  (offset ``S[G_READY0 + level]``);
 * tree-PLRU bits (one word per set) and the PLRU touch table (per way: the AND mask and the OR mask
   that point every node on the way's path away from it).
 
@@ -91,6 +94,8 @@ M_VD, M_PS = 0, 1
 C_ABOVE = 19                      # C_ABOVE .. C_ABOVE+MAX_LEVELS-1: every level above (transitively), -1 ends
 C_PF_ENGINES = C_ABOVE + MAX_LEVELS   # prefetch engines (0: unlimited, no engine state)
 C_PF_BUSY0 = C_PF_ENGINES + 1         # absolute offset of the engines' busy-until times (one word each)
+C_ST0, C_ST_N, C_ST_DIST = C_PF_BUSY0 + 1, C_PF_BUSY0 + 2, C_PF_BUSY0 + 3   # streamer: offset of its table,
+                                      # streams (table entries), lines it runs ahead of the access at most
 
 # ---- TLB configuration columns (C row = TROW0 + t) ---------------------------------------------
 T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT = range(9)
@@ -98,7 +103,7 @@ T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT
 # ---- cache counters (N row = level) ---------------------------------------------------------------
 CN_ACC, CN_MISS = 0, NSRC         # 0..5 accesses by source, 6..11 misses by source
 CN_WRITEBACKS, CN_PF_ISSUED, CN_PF_USEFUL, CN_BACK_INVAL, CN_SECTOR_MISS, CN_EVICTIONS, CN_STRADDLE, \
-    CN_CLOCK, CN_PF_DROPPED = range(2 * NSRC, 2 * NSRC + 9)
+    CN_CLOCK, CN_PF_DROPPED, CN_PF_LATE = range(2 * NSRC, 2 * NSRC + 10)
 
 # ---- TLB counters (N row = TROW0 + t) -------------------------------------------------------------
 TN_ACC, TN_MISS, TN_WALKS, TN_WALK_ACC, TN_WALK_MEM, TN_CLOCK = range(6)
@@ -128,7 +133,10 @@ F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
 (G_L1I, G_L1D, G_ITLB0, G_ITLB1, G_DTLB0, G_DTLB1, G_PAGE_BITS, G_WALK_KIND, G_WALK_LEVELS, G_WALK_BITS,
  G_WALK_LEVEL, G_WALK_CACHED, G_WALK_POLLUTE, G_HTAB_PTEGS, G_MAPPING, G_SALT, G_NLEVELS, G_PTE_BYTES,
  G_MEM_LAT, G_RNG, G_IP_STRIDE, G_IPAGE_BITS, G_IWALK_LEVELS, G_NTLBS, G_SIZE, G_CH_UNITS, G_CH_RING,
- G_CH_DELAY, G_CH_BYTES, G_PF_TIMED) = range(30)
+ G_CH_DELAY, G_CH_BYTES, G_PF_TIMED, G_ST_N, G_ST_CLOCK) = range(32)
+G_ST_REC0 = 32                    # 32..39: lookups noted for the streamers during the last access (line << 4 | level)
+ST_RECORDS = 8
+G_READY0 = 40                     # 40..47: per cache level, the offset of its lines' ready times (0: none)
 # G_PF_TIMED: memory.prefetch_arrival = "latency" (prefetches into the L1D are reported to the core, S_PF_*)
 # memory channel (memory.queueing = "bandwidth"): G_CH_UNITS is the channel time of one byte in 2**-16 cycles
 # (0: no queueing); G_CH_RING the offset of its calendar, CH_BUCKETS buckets of 2**CH_BUCKET_BITS cycles, each
@@ -139,7 +147,9 @@ CH_BUCKETS = 4096
 CH_FRAC = 16
 
 # prefetcher bits of the C_PF_KIND column (bit = 1 << (registry id - 1); several may be stacked)
-PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE, PF_TAGGED = 1, 2, 4, 8, 16
+PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE, PF_TAGGED, PF_STREAMER = 1, 2, 4, 8, 16, 32
+ST_WORDS = 5                      # streamer table entry: page + 1 (0: empty), last line, direction, next line to
+ST_PAGE_BITS = 12                 # prefetch, LRU stamp; streams live in 4 KB regions whatever the page size
 PF_MISS_TRIGGERED = PF_NEXT_LINE | PF_ADJACENT_SECTOR | PF_ADJACENT_LINE | PF_TAGGED
 
 PT_BASE = np.uint64(0xF000000000000000)     # physical region of radix page tables (per-level sub-regions)
