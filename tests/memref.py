@@ -195,8 +195,11 @@ class RefHierarchy:
             c.above = self._above(n)
         self.l1i = self.caches[platform.top_cache("instruction")]
         self.l1d = self.caches[platform.top_cache("data")]
-        if platform.memory.queueing != "none":
-            raise ValueError("the reference has no memory channel (memory.queueing = 'none' only)")
+        # the memory channel (memory.queueing = "bandwidth"): channel time per byte in 2**-16 cycles, and per
+        # 64-cycle bucket the channel time booked in it
+        self.ch_units = (math.ceil(platform.clock_ghz / platform.memory.bandwidth_gb_s * (1 << 16))
+                         if platform.memory.queueing == "bandwidth" else 0)
+        self.ch_used: dict[int, int] = {}
         self.timed = platform.memory.prefetch_arrival == "latency"
         for c in self.caches.values():
             c.timed = self.timed and c is not self.l1i and c is not self.l1d
@@ -214,6 +217,23 @@ class RefHierarchy:
         self.mem_writes = 0
         self.missed: list[tuple[RefCache, int]] = []
         self.now = 0                   # the current cycle: the trace record's index
+
+    def channel(self, nbytes: int) -> int:
+        """Book a transfer at the current time: the first bucket from now's with room takes what fits, the rest
+        spills into the next ones; returns the wait from now to where that bucket's earlier bookings end."""
+        if not self.ch_units:
+            return 0
+        cap, left, b, start = 1 << 22, nbytes * self.ch_units, self.now >> 6, None
+        while left:
+            free = cap - self.ch_used.get(b, 0)
+            if free > 0:
+                if start is None:
+                    start = (b << 6) + (self.ch_used.get(b, 0) >> 16)
+                take = min(free, left)
+                self.ch_used[b] = self.ch_used.get(b, 0) + take
+                left -= take
+            b += 1
+        return max(0, start - self.now)
 
     def latency(self, served: str) -> int:
         return self.p.memory.latency_cycles if served == "memory" else self.p.caches[served].latency_cycles
@@ -263,6 +283,7 @@ class RefHierarchy:
         while nbytes > 0:
             if c is None:
                 self.mem_writes += 1
+                self.channel(nbytes)
                 return
             c.c.acc[WRITEBACK] += 1
             line = c.line_of(addr)
@@ -334,6 +355,8 @@ class RefHierarchy:
             cur = cur.next
         if served == "memory":
             self.mem[src] += 1
+            extra += self.channel(req_bytes)
+        self.fill_wait = extra
         arrive = self.now + extra + self.latency(served) if pref_mask and self.timed else 0
         result = None
         for depth in range(len(path) - 1, -1, -1):
@@ -401,6 +424,7 @@ class RefHierarchy:
             first = False
             c = c.next
         self.mem_writes += 1
+        self.channel(nbytes)
         return served
 
     def prefetch_line(self, c: RefCache, line: int, mask: int):
@@ -420,7 +444,7 @@ class RefHierarchy:
             return
         c.c.pf_issued += 1
         served = self.fill(c, line, mask, PREFETCH, mask, False)
-        c.engines[k] = self.now + self.latency(served)
+        c.engines[k] = self.now + self.fill_wait + self.latency(served)
 
     def ready_wait(self, c: RefCache, ln: Line, src: int) -> int:
         """A hit on a line a prefetch is still bringing in waits for the rest; a demand counts it late."""
@@ -542,6 +566,7 @@ class RefHierarchy:
         else:
             served = "memory"          # cache-inhibited page tables
             self.mem[WALK] += 1
+            self.channel(self.p.page_walk.pte_bytes)
         if served == "memory":
             t["walk_mem"] += 1
 
@@ -601,8 +626,19 @@ class RefHierarchy:
         if r0 != c.name or r1 != c.name:
             c.c.miss[src] += 1
 
-    def run(self, addrs, sizes, kinds, cycles_per_record=None):
+    def run(self, addrs, sizes, kinds, cycles_per_record=None, timed=False):
         spacing = self.p.memory.latency_cycles if cycles_per_record is None else cycles_per_record
+        if not timed:                  # a trace carries no time: no channel queueing, prefetches ready at once
+            saved = self.ch_units, [(c, c.timed) for c in self.caches.values()], self.timed
+            self.ch_units, self.timed = 0, False
+            for c in self.caches.values():
+                c.timed = False
+            try:
+                return self.run(addrs, sizes, kinds, cycles_per_record, True)
+            finally:
+                self.ch_units, self.timed = saved[0], saved[2]
+                for c, t in saved[1]:
+                    c.timed = t
         pc = 0
         for i, (a, s, k) in enumerate(zip(addrs.tolist(), sizes.tolist(), kinds.tolist())):
             self.now = i * spacing             # records cycles_per_record apart

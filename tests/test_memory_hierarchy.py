@@ -12,10 +12,11 @@ from whatif.simulator.platform import load_platform, platform_names
 from whatif.simulator.traces import Stream, Trace, mixed_streams, synthetic_trace
 
 
-def both(platform, trace, seed=0, cycles_per_record=None):
+def both(platform, trace, seed=0, cycles_per_record=None, timed=False):
     fast = MemoryHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds,
-                                                    cycles_per_record=cycles_per_record).counters()
-    ref = RefHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds, cycles_per_record).counters()
+                                                    cycles_per_record=cycles_per_record, timed=timed).counters()
+    ref = RefHierarchy(platform, seed=seed).run(trace.addrs, trace.sizes, trace.kinds, cycles_per_record,
+                                                timed).counters()
     return fast, ref
 
 
@@ -59,9 +60,9 @@ VARIANTS = {
                          "l2.prefetchers=['adjacent_sector','next_line']", "l2.prefetch_engines=1", "l2.size_kb=32",
                          "memory.latency_cycles=12"],
     "streamer": ["l1d.prefetchers=['next_line']", "l2.prefetchers=['streamer']", "l2.streamer_streams=4",
-                 "l2.streamer_distance=6", "l2.size_kb=64"],
+                 "l2.streamer_distance=6", "l2.size_kb=64", "memory.prefetch_arrival=instant"],
     "streamer_timed": ["l1d.prefetchers=['next_line', 'ip_stride']", "l2.prefetchers=['adjacent_sector', 'streamer']",
-                       "l2.streamer_streams=3", "l2.size_kb=32", "memory.prefetch_arrival=latency"],
+                       "l2.streamer_streams=3", "l2.size_kb=32", "l2.prefetch_engines=2"],
 }
 
 
@@ -69,7 +70,8 @@ VARIANTS = {
 def test_mechanism_variants_match_reference(variant):
     platform = load_platform("mpc7447a", VARIANTS[variant])
     fast, ref = both(platform, small_trace(11), seed=11,
-                     cycles_per_record=1 if variant in ("prefetch_engines", "streamer_timed") else None)
+                     cycles_per_record=1 if variant in ("prefetch_engines", "streamer_timed") else None,
+                     timed=variant == "streamer_timed")
     assert_same(fast, ref)
     if variant.startswith("streamer"):            # the streamer prefetched; timed, demands found lines in flight
         assert fast["levels"]["L2"]["prefetches_issued"] > 0 and fast["levels"]["L2"]["prefetches_useful"] > 0
@@ -156,12 +158,12 @@ def raw_traces(draw):
        st.sampled_from([None, 1, 7]), st.booleans())
 def test_property_matches_reference_on_arbitrary_traces(trace, name, seed, engines, spacing, streamer):
     small = ["l1d.size_kb=4", "l1i.size_kb=4"] if name != "z10" else []
-    if streamer and name != "z10":   # the L2 streamer, with prefetched lines timed below the L1s
-        small += ["l2.prefetchers=['adjacent_sector', 'adjacent_line', 'streamer']", "l2.streamer_streams=2",
-                  "memory.prefetch_arrival=latency"]
+    if streamer and name != "z10":   # the L2 streamer, timed on the record clock: prefetched lines in flight and
+        # the memory channel's queue
+        small += ["l2.prefetchers=['adjacent_sector', 'adjacent_line', 'streamer']", "l2.streamer_streams=2"]
     # prefetch engines on the levels with prefetchers (L1D of the Xeon and the z10, the 7447A's L2)
     platform = load_platform(name, small + [f"l1d.prefetch_engines={engines}", f"l2.prefetch_engines={engines}"])
-    fast, ref = both(platform, trace, seed=seed, cycles_per_record=spacing)
+    fast, ref = both(platform, trace, seed=seed, cycles_per_record=spacing, timed=streamer)
     assert_same(fast, ref)
 
 
@@ -522,7 +524,7 @@ def test_memory_channel_matches_reference_and_never_exceeds_its_bandwidth(bookin
 
 def test_without_queueing_the_channel_books_nothing():
     from whatif.simulator.memory import kernel as MK
-    h = MemoryHierarchy(load_platform("nehalem"))
+    h = MemoryHierarchy(load_platform("nehalem", ["memory.queueing=none"]))
     assert [MK.book_channel(h.state.S, 0, 64) for _ in range(10)] == [0] * 10
     assert h.channel_bytes() == 0 and h.channel_busy_until() == 0
 
@@ -561,7 +563,7 @@ def test_timed_prefetch_below_the_l1s_is_ready_after_the_memory_latency():
     # memory latency - L2 latency: a demand at cycle t waits for the rest (its L2 hit then completes when the
     # prefetch arrives), one after that waits for nothing, and only the waiting demand counts a late prefetch
     from whatif.simulator.core import memport
-    platform = load_platform("nehalem", STREAMER + ["memory.prefetch_arrival=latency"])
+    platform = load_platform("nehalem", STREAMER + ["memory.prefetch_arrival=latency", "memory.queueing=none"])
     mem_lat, l2_lat = platform.memory.latency_cycles, platform.caches["L2"].latency_cycles
     h = MemoryHierarchy(platform)
     state = tuple(h.state)
@@ -576,7 +578,7 @@ def test_timed_prefetch_below_the_l1s_is_ready_after_the_memory_latency():
     assert memport.channel_wait_of(state) == 0
     assert h.counters()["levels"]["L2"]["late_prefetches"] == 1
     # untimed, the same prefetch is ready at once
-    h = MemoryHierarchy(load_platform("nehalem", STREAMER))
+    h = MemoryHierarchy(load_platform("nehalem", STREAMER + ["memory.prefetch_arrival=instant"]))
     state = tuple(h.state)
     for k in range(4):
         memport.data_outcome(state, np.uint64(base + 64 * k), 8, 1, 0x400000, 100 * (k == 3))

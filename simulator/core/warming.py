@@ -15,15 +15,16 @@ instruction and in program order, exactly the state-changing calls that
   the IP-stride prefetchers).
 
 So the sequence of memory accesses and predictor updates is the detailed run's, access for access.
-What is *not* the same is time: the memory kernel reads the current cycle (``SCR_NOW``) for one thing
-only, the busy-until times of its prefetch engines (``prefetch_engines`` > 0: the MPC7447A's L1D).
-Warming has no cycles; its clock starts at ``now0`` and advances ``cpi_q16 / 65536`` cycles per
-instruction (the sampled run passes the CPI its detailed units have measured so far), so engine
-occupancy is approximated, and on a platform with prefetch engines warmed state differs from detailed
-state in which prefetches were dropped.  On every other platform the cache, TLB, page-walk and
-prefetcher state and the memory counters after warming N instructions are equal, word for word, to
-those after simulating them in detail; the predictor state is equal on every platform
-(``tests/test_smarts.py`` checks both).
+What is *not* the same is time: the memory kernel reads the current cycle (``SCR_NOW``) for the
+busy-until times of its prefetch engines (``prefetch_engines`` > 0: the MPC7447A's L1D), the ready
+times of prefetched lines, and the memory channel's calendar.  Warming has no cycles; its clock starts
+at ``now0`` and advances ``cpi_q16 / 65536`` cycles per instruction (the sampled run passes the CPI its
+detailed units have measured so far), so those times are approximated, and on a platform with prefetch
+engines warmed state differs from detailed state in which prefetches were dropped.  On every other
+platform the cache, TLB, page-walk and prefetcher state and the memory counters (all but the late
+prefetches) after warming N instructions are equal, word for word, to those after simulating them in
+detail (``MemoryHierarchy.time_dependent_words`` are the words that may differ); the predictor state
+is equal on every platform (``tests/test_smarts.py`` checks both).
 
 The core's generic counters (``CT``), its CPI stack and its pipeline state are not touched: warmed
 instructions never enter the pipeline.  :func:`shift_time` then moves the pipeline's clock past the

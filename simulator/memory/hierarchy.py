@@ -279,7 +279,7 @@ class MemoryHierarchy:
 
     def run(self, addrs: np.ndarray, sizes: np.ndarray, kinds: np.ndarray,
             progress: Callable[[int], None] | None = None, chunk: int = 1 << 22,
-            cycles_per_record: int | None = None) -> "MemoryHierarchy":
+            cycles_per_record: int | None = None, timed: bool = False) -> "MemoryHierarchy":
         """Run trace arrays (uint64 addresses, sizes, kinds 0=I 1=L 2=S 3=M) through the hierarchy.
 
         Time, for the prefetch engines: a trace carries none, so the k-th record run through this
@@ -288,7 +288,12 @@ class MemoryHierarchy:
         records by the memory latency, as a blocking in-order core that waits for each access would at
         worst: an engine taken by one record is free by the next, so only prefetches beyond the engines
         within one record are dropped (the core model gives real cycles instead).  ``1`` packs one
-        record per cycle.  ``progress(n)`` is called with the number of records done after each chunk."""
+        record per cycle.  ``progress(n)`` is called with the number of records done after each chunk.
+
+        That made-up clock serves the prefetch engines only: unless ``timed``, the memory channel does not
+        queue the trace's transfers and prefetched lines are ready at once, whatever ``memory.queueing`` and
+        ``memory.prefetch_arrival`` say (on the records' clock their waits would be artefacts; neither
+        changes a hit or a miss).  ``timed=True`` applies both on the record clock."""
         spacing = self.platform.memory.latency_cycles if cycles_per_record is None else int(cycles_per_record)
         if spacing < 1:
             raise SimulatorInputError(f"cycles_per_record must be >= 1, got {cycles_per_record}")
@@ -298,15 +303,23 @@ class MemoryHierarchy:
         total = len(addrs)
         # an empty first call loads (or compiles) the kernel outside the timed region
         K.run_trace(*self.state, addrs, sizes, kinds, 0, 0, 0, 1, 0)
+        S = self.state.S
+        clocked = [L.G_CH_UNITS, L.G_PF_TIMED, *range(L.G_READY0, L.G_READY0 + L.MAX_LEVELS)]
+        saved = S[clocked].copy()
+        if not timed:
+            S[clocked] = 0
         t0 = time.perf_counter()
-        for start in range(0, total, chunk):
-            stop = min(total, start + chunk)
-            # (the PC carries over chunks and calls: a data access at a chunk's start belongs to the
-            # instruction fetched at the end of the one before, which trains the IP prefetcher)
-            self._trace_pc = K.run_trace(*self.state, addrs, sizes, kinds, start, stop, 0, spacing,
-                                         self._trace_pc)
-            if progress is not None:
-                progress(stop - start)
+        try:
+            for start in range(0, total, chunk):
+                stop = min(total, start + chunk)
+                # (the PC carries over chunks and calls: a data access at a chunk's start belongs to the
+                # instruction fetched at the end of the one before, which trains the IP prefetcher)
+                self._trace_pc = K.run_trace(*self.state, addrs, sizes, kinds, start, stop, 0, spacing,
+                                             self._trace_pc)
+                if progress is not None:
+                    progress(stop - start)
+        finally:
+            S[clocked] = saved
         self.simulation_seconds += time.perf_counter() - t0
         self.accesses += total
         # this call's clock ran from 0 to total x spacing: express the engines' busy-until times from the
@@ -317,6 +330,21 @@ class MemoryHierarchy:
             words = self.state.S[at:at + n]
             np.maximum(words - end, 0, out=words)
         return self
+
+    def time_dependent_words(self) -> np.ndarray:
+        """A mask of the state words whose values depend on time, not only on the sequence of accesses: the
+        prefetch engines' busy-until times, the lines' ready times, the memory channel's calendar and its last
+        wait, and the late-prefetch counters (what functional warming, which has no cycles, only approximates)."""
+        S = self.state.S
+        mask = np.zeros(len(S), dtype=bool)
+        for at, words in self._engine_words:
+            mask[at:at + words] = True
+        if S[L.G_CH_UNITS]:
+            mask[S[L.G_CH_RING]:S[L.G_CH_RING] + 2 * L.CH_BUCKETS] = True
+        mask[L.G_CH_DELAY] = True
+        for i in range(len(self.level_names)):
+            mask[L.N0 + i * L.NCOL + L.CN_PF_LATE] = True
+        return mask
 
     # ------------------------------------------------------------------ results
     def counters(self) -> dict:
