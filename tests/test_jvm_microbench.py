@@ -254,8 +254,9 @@ def test_cold_calls_price_a_miss_at_most_at_the_memory_latency(platform_name):
     """The hybrid's cache-specific costs: a call after every cache and TLB has been flushed costs more than
     a warm one, and each extra memory read costs more than nothing and no more than a full memory latency
     (overlapped misses cost less; a blocking one the latency) -- µs per miss; a hash probe's warm loop
-    reads nothing from memory, a class load's reads its new class."""
-    platform = load_platform(platform_name)
+    reads nothing from memory, a class load's reads its new class.  No queue for the memory channel: behind
+    one, or waiting for a prefetch in flight, a miss can cost more than the latency."""
+    platform = load_platform(platform_name, ["memory.queueing=none", "memory.prefetch_arrival=instant"])
     labels = ["Hashtable.get()", "Class.forName()", "bytecode (user classes)", "SocketInputStream.read()"]
     vec = system_vector(platform, "jdk122-classic", QUICK, primitives=labels).set_index("primitive")
     latency_us = platform.memory.latency_cycles / (platform.clock_ghz * 1e3)

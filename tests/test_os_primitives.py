@@ -206,11 +206,16 @@ def test_the_level_prices_predict_a_fully_cold_call():
     """The hybrid's system side: the lines each loop's warm calls bring into each cache depth, their page
     walks, and the prices of those from calls after flushes to each depth (TLBs warm) and of the TLBs
     alone.  Additive prices must predict a state they were not solved on -- a call after every cache and
-    every TLB was flushed -- from the warm cost and that call's extra lines."""
+    every TLB was flushed -- from the warm cost and that call's extra lines.  Memory time off (instant
+    prefetches, no channel queue) and no L2 streamer: additivity assumes a line costs its price whatever else
+    is in flight, and a streamer's prefetches depend on the order of the misses, not on their number."""
     settings = MicrobenchSettings(repetitions=3, min_ticks=20)
     for name in ("nehalem", "z10"):
         for prim in ("stat", "tcp_transfer"):
-            kernel = Kernel(load_platform(name))
+            ideal = ["memory.prefetch_arrival=instant", "memory.queueing=none"]
+            if name == "nehalem":
+                ideal.append("caches.L2.prefetchers=['adjacent_line']")
+            kernel = Kernel(load_platform(name, ideal))
             row = measure(kernel, prim, settings)
             memory = kernel.core.memory
             names = memory.lines_in_names()

@@ -38,15 +38,11 @@ def empty_heap_linear(quick: bool) -> list[CheckResult]:
 
 
 # Prefetchers that run ahead of an ascending access stream: next_line (on a miss, the following
-# lines) and ip_stride (per load PC, the line a trained stride ahead).  The memory model fills their
-# lines at once (no latency, no bus time), so on the sweep's header walk they turn demand misses into
-# hits -- all of them below the line size (measured on harpertown: C_dead(60) 5 ns with them, 59 ns
-# without) and, above it, as many as the object stride happens to suit: ip_stride trains on strides in
-# whole lines, which a 72-byte stride (1,1,...,2 lines) keeps resetting and a 128-byte one does not
-# (C_dead 31 ns at 68 bytes, 12 ns at 124); next_line's instant fills from memory pull in the next
-# adjacent-line pair for free (a plateau from 60 to 92 bytes).  The knee of seed 003 Figures 5-3/5-6 is
-# a demand-miss effect: it is measured with them off, and what they hide is measured beside it.
-RUN_AHEAD_PREFETCHERS = ("next_line", "ip_stride")
+# lines), ip_stride (per load PC, the line a trained stride ahead) and the L2 streamer (per 4 KB region,
+# up to 20 lines ahead).  On the sweep's header walk they turn demand misses into hits or partial waits,
+# as many as the object stride happens to suit.  The knee of seed 003 Figures 5-3/5-6 is a demand-miss
+# effect: it is measured with them off, and what they hide is measured beside it.
+RUN_AHEAD_PREFETCHERS = ("next_line", "ip_stride", "streamer")
 HEADER_BYTES = 4
 
 
