@@ -202,10 +202,10 @@ class Memory(_Strict):
     # arrives the supplying level's latency after the access that triggered it; a load or store that comes
     # sooner waits for the rest (a late prefetch); a line prefetched into a lower level is likewise ready there
     # only when it has arrived.
-    prefetch_arrival: Literal["instant", "latency"] = "latency"
+    prefetch_arrival: Literal["instant", "latency"] = "instant"
     # none: memory serves every transfer after latency_cycles.  bandwidth: demand fills, prefetches, page-walk
     # loads and writebacks share one channel of bandwidth_gb_s and queue behind each other first.
-    queueing: Literal["none", "bandwidth"] = "bandwidth"
+    queueing: Literal["none", "bandwidth"] = "none"
     page_kb: PositiveInt = 4
     code_page_kb: PositiveInt = 4
     large_page_kb: list[PositiveInt] = []
