@@ -62,7 +62,8 @@ VARIANTS = {
     "streamer": ["l1d.prefetchers=['next_line']", "l2.prefetchers=['streamer']", "l2.streamer_streams=4",
                  "l2.streamer_distance=6", "l2.size_kb=64", "memory.prefetch_arrival=instant"],
     "streamer_timed": ["l1d.prefetchers=['next_line', 'ip_stride']", "l2.prefetchers=['adjacent_sector', 'streamer']",
-                       "l2.streamer_streams=3", "l2.size_kb=32", "l2.prefetch_engines=2"],
+                       "l2.streamer_streams=3", "l2.size_kb=32", "l2.prefetch_engines=2",
+                       "memory.prefetch_arrival=latency", "memory.queueing=bandwidth"],
 }
 
 
@@ -160,7 +161,8 @@ def test_property_matches_reference_on_arbitrary_traces(trace, name, seed, engin
     small = ["l1d.size_kb=4", "l1i.size_kb=4"] if name != "z10" else []
     if streamer and name != "z10":   # the L2 streamer, timed on the record clock: prefetched lines in flight and
         # the memory channel's queue
-        small += ["l2.prefetchers=['adjacent_sector', 'adjacent_line', 'streamer']", "l2.streamer_streams=2"]
+        small += ["l2.prefetchers=['adjacent_sector', 'adjacent_line', 'streamer']", "l2.streamer_streams=2",
+                  "memory.prefetch_arrival=latency", "memory.queueing=bandwidth"]
     # prefetch engines on the levels with prefetchers (L1D of the Xeon and the z10, the 7447A's L2)
     platform = load_platform(name, small + [f"l1d.prefetch_engines={engines}", f"l2.prefetch_engines={engines}"])
     fast, ref = both(platform, trace, seed=seed, cycles_per_record=spacing, timed=streamer)
