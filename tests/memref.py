@@ -203,6 +203,7 @@ class RefHierarchy:
         self.timed = platform.memory.prefetch_arrival == "latency"
         for c in self.caches.values():
             c.timed = self.timed and c is not self.l1i and c is not self.l1d
+        self.clocked = True            # the channel and prefetch arrival run on the clock (run(): only if timed)
         self.stream_notes: list[tuple[RefCache, int]] = []
         self.stream_clock = 0
         self.tlbs = {n: {"spec": t, "sets": [CacheSet(t.associativity, t.replacement)
@@ -221,7 +222,7 @@ class RefHierarchy:
     def channel(self, nbytes: int) -> int:
         """Book a transfer at the current time: the first bucket from now's with room takes what fits, the rest
         spills into the next ones; returns the wait from now to where that bucket's earlier bookings end."""
-        if not self.ch_units:
+        if not (self.ch_units and self.clocked):
             return 0
         cap, left, b, start = 1 << 22, nbytes * self.ch_units, self.now >> 6, None
         while left:
@@ -357,7 +358,7 @@ class RefHierarchy:
             self.mem[src] += 1
             extra += self.channel(req_bytes)
         self.fill_wait = extra
-        arrive = self.now + extra + self.latency(served) if pref_mask and self.timed else 0
+        arrive = self.now + extra + self.latency(served) if pref_mask and self.timed and self.clocked else 0
         result = None
         for depth in range(len(path) - 1, -1, -1):
             lc, ll, lm = path[depth]
@@ -448,7 +449,7 @@ class RefHierarchy:
 
     def ready_wait(self, c: RefCache, ln: Line, src: int) -> int:
         """A hit on a line a prefetch is still bringing in waits for the rest; a demand counts it late."""
-        left = ln.ready - self.now if c.timed else 0
+        left = ln.ready - self.now if c.timed and self.clocked else 0
         if left <= 0:
             return 0
         if src != PREFETCH:
@@ -628,17 +629,7 @@ class RefHierarchy:
 
     def run(self, addrs, sizes, kinds, cycles_per_record=None, timed=False):
         spacing = self.p.memory.latency_cycles if cycles_per_record is None else cycles_per_record
-        if not timed:                  # a trace carries no time: no channel queueing, prefetches ready at once
-            saved = self.ch_units, [(c, c.timed) for c in self.caches.values()], self.timed
-            self.ch_units, self.timed = 0, False
-            for c in self.caches.values():
-                c.timed = False
-            try:
-                return self.run(addrs, sizes, kinds, cycles_per_record, True)
-            finally:
-                self.ch_units, self.timed = saved[0], saved[2]
-                for c, t in saved[1]:
-                    c.timed = t
+        self.clocked = timed           # a trace carries no time: no channel queueing, prefetches ready at once
         pc = 0
         for i, (a, s, k) in enumerate(zip(addrs.tolist(), sizes.tolist(), kinds.tolist())):
             self.now = i * spacing             # records cycles_per_record apart

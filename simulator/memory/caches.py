@@ -439,8 +439,9 @@ def _fill(s, lvl, line, set_id, slot0, w, mask, src, pref_mask, record):
             slot, wb_addr, wb_bytes = _install(s, lv, lline, lset, lslot0, lmask, U64(0), pm)
             if wb_bytes > 0:
                 _writeback(s, _cfg(s, lc + C_NEXT), wb_addr, wb_bytes)
-        if arrive != 0 and _ld(s, G_READY0 + lv) != 0:
-            _st(s, _ld(s, G_READY0 + lv) + slot, arrive - _cfg(s, lc + C_LAT))
+        r0 = _ld(s, G_READY0 + lv)
+        if arrive != 0 and r0 != 0:
+            _st(s, r0 + slot, arrive - _cfg(s, lc + C_LAT))
     _st(s, SCR + S_FILL_SLOT, slot)
     return served
 

@@ -73,7 +73,7 @@ class MemoryHierarchy:
         # levels summed into their depth by one product
         self._depth_matrix = (np.arange(self._depth_count)[:, None] == np.array(self.level_depths)).astype(np.int64)
         self.tlb_names = list(platform.tlbs)
-        self._engine_words: list[tuple[int, int]] = []     # (state offset, words) of times: prefetch engines' busy
+        self._time_words: list[tuple[int, int]] = []       # (state offset, words) of times: prefetch engines' busy
                                                             # until, lines' ready at (timed prefetch arrival)
         self._tlb_tags: list[tuple[int, int]] = []         # (state offset, words) of each TLB's tags
         self._cache_lines: list[tuple[int, int, int, int]] = []  # per cache: tag offset, words; metadata's
@@ -140,7 +140,7 @@ class MemoryHierarchy:
             C[i, L.C_PF_ENGINES] = c.prefetch_engines
             if c.prefetch_engines:
                 C[i, L.C_PF_BUSY0] = region(c.prefetch_engines)     # busy-until times, 0: free from the start
-                self._engine_words.append((int(C[i, L.C_PF_BUSY0]), c.prefetch_engines))
+                self._time_words.append((int(C[i, L.C_PF_BUSY0]), c.prefetch_engines))
             if "streamer" in c.prefetchers:
                 C[i, L.C_ST0] = region(c.streamer_streams * L.ST_WORDS)
                 C[i, L.C_ST_N] = c.streamer_streams
@@ -148,7 +148,7 @@ class MemoryHierarchy:
             if p.memory.prefetch_arrival == "latency" and name not in tops:
                 # when each line of a level below the L1s is ready: a prefetch is still bringing it in until then
                 G[L.G_READY0 + i] = region(slots)
-                self._engine_words.append((int(G[L.G_READY0 + i]), slots))
+                self._time_words.append((int(G[L.G_READY0 + i]), slots))
             # every level above this one (transitively), for back-invalidation by inclusive levels
             ups: list[int] = []
             frontier = [name]
@@ -322,11 +322,11 @@ class MemoryHierarchy:
             S[clocked] = saved
         self.simulation_seconds += time.perf_counter() - t0
         self.accesses += total
-        # this call's clock ran from 0 to total x spacing: express the engines' busy-until times from the
+        # this call's clock ran from 0 to total x spacing: express the busy-until and ready times from the
         # call's end, so a further trace call (its clock from 0 again) continues the same timeline and a
         # core that runs next (its own cycles) finds them busy only for what is left
         end = total * spacing
-        for at, n in self._engine_words:
+        for at, n in self._time_words:
             words = self.state.S[at:at + n]
             np.maximum(words - end, 0, out=words)
         return self
@@ -337,7 +337,7 @@ class MemoryHierarchy:
         wait, and the late-prefetch counters (what functional warming, which has no cycles, only approximates)."""
         S = self.state.S
         mask = np.zeros(len(S), dtype=bool)
-        for at, words in self._engine_words:
+        for at, words in self._time_words:
             mask[at:at + words] = True
         if S[L.G_CH_UNITS]:
             mask[S[L.G_CH_RING]:S[L.G_CH_RING] + 2 * L.CH_BUCKETS] = True
