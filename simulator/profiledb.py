@@ -187,11 +187,17 @@ def profile_tables(program, profiler: InstructionProfiler, workload_name: str = 
             add(s, b, int(local_block[t]), taken[last])
         if o == OP_RET:
             add(s, b, EXIT_BLOCK, execs[last])
+    # entries: executions of an entry block that did not come from inside the method (a driver's head is
+    # also its loop's back-edge target)
+    local_in: dict[tuple[int, int], float] = {}
+    for s_, a, b, f in zip(src_sym, src_blk, dst_blk, freq):
+        if a >= FIRST_BLOCK:
+            local_in[(s_, b)] = local_in.get((s_, b), 0.0) + f
     for s in range(len(starts)):
         first, jit = int(starts[s]), int(jit_entry[s])
-        add(s, ENTRY_BLOCK, int(local_block[first]), execs[first])
-        if jit != first:
-            add(s, ENTRY_BLOCK, int(local_block[jit]), execs[jit])
+        for i in ((first, jit) if jit != first else (first,)):
+            b = int(local_block[i])
+            add(s, ENTRY_BLOCK, b, max(0.0, float(execs[i]) - local_in.get((s, b), 0.0)))
     edges = pd.DataFrame({"symbol_id": np.asarray(src_sym, np.int64), "kind": "out",
                           "src_block": np.asarray(src_blk, np.int64), "dst_block": np.asarray(dst_blk, np.int64),
                           "frequency": np.asarray(freq, float)})

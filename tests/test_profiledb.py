@@ -49,6 +49,21 @@ def test_counters_are_the_profilers(run):
     assert t["IAEvent"]["count"].sum() == prof.occurrences.sum()
 
 
+def test_a_method_is_entered_by_calls_not_by_its_own_back_edges(run):
+    """The entry block's frequency counts entries from outside the method.  A driver's head is also the
+    target of its loop's back edge: it is entered once per phase entry in the measured window."""
+    m, t = run
+    node = t["CFGNode"]
+    entries = node[node.block == ENTRY_BLOCK].set_index("symbol_id").frequency
+    head_runs = node[node.block == 2].set_index("symbol_id").frequency
+    drivers = t["Symbol"][t["Symbol"].name.str.endswith("driver")]
+    start = 200_000                                  # the warm-up
+    entered = [name for at, name in m.synth.phase_boundaries() if at >= start]
+    assert (head_runs[drivers.symbol_id] > 5).any()           # some driver loops in the window
+    for sid, name in zip(drivers.symbol_id, drivers.name):
+        assert entries[sid] == entered.count(name.split("/")[1].removesuffix(".driver")), name
+
+
 def test_block_frequencies_are_conserved_by_the_edges(run):
     """Executions of a block = what flows out of it (fall-through, branch, call return, exit), up to the
     calls still open and the instructions of the last block when the run stopped."""

@@ -112,13 +112,14 @@ def test_methods_are_placed_apart_in_the_code_cache(was):
 
 
 def test_execution_is_spread_thin(was):
-    """§2.5: no method holds more than ~2 % of the execution (expected executions per request)."""
+    """§2.5: no method holds more than ~2 % of the execution (expected executions per request; the
+    description's program puts 2.09 % in its hottest)."""
     methods = was.methods()
     owner = np.searchsorted(methods["first"].to_numpy(), np.arange(len(was)), side="right") - 1
     per_method = np.bincount(owner, weights=was.weight, minlength=len(methods))
     body = per_method[~methods.is_driver.to_numpy()]
     share = np.sort(body)[::-1] / body.sum()
-    assert share[0] < 0.02
+    assert share[0] < 0.025
     assert np.searchsorted(np.cumsum(share), 0.75) + 1 > 200          # hundreds of methods for 75 %
 
 

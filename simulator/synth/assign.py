@@ -20,19 +20,22 @@ from numba import njit
 
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
     OP_LOAD, OP_MUL, OP_STORE
-from whatif.simulator.synth.structure import T_IF, T_LOOP, T_NONE, PhaseCode, block_weights, expected_trips
+from whatif.simulator.synth.structure import (T_IF, T_LOOP, T_NONE, PhaseCode, SourceDraws, block_weights,
+                                              expected_trips)
 
 MAX_BLOCK = 400
 SLOT_OPS = np.array([OP_LOAD, OP_STORE, OP_FP, OP_ALU, OP_MUL, OP_DIV], dtype=np.uint8)
 
 
-def block_lengths(pc: PhaseCode, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def block_lengths(pc: PhaseCode, w: np.ndarray, source: SourceDraws) -> np.ndarray:
     """Instructions per block (terminator included) such that sum(w * terminators) / sum(w * length)
     meets ``mix.branch``.  Driver blocks are single control instructions."""
     b = pc.params.mix.branch
     t = (pc.b_term != T_NONE).astype(np.int64)
     drv = pc.b_func == pc.driver
-    g = rng.gamma(2.0, 0.5, size=pc.n_blocks)
+    # relative sizes gamma(2, 1/2): half the sum of two unit exponentials, keyed by block
+    g = -0.5 * (np.log1p(-source.uniform(SourceDraws.BLOCK, pc.b_key, 0))
+                + np.log1p(-source.uniform(SourceDraws.BLOCK, pc.b_key, 1)))
     target = float((w * t).sum()) / b
 
     def lengths(s: float) -> np.ndarray:
@@ -89,13 +92,11 @@ def quota_assign(weights, shares):
     return out
 
 
-def weighted_classes(weights: np.ndarray, groups: np.ndarray, shares: np.ndarray,
-                     rng: np.random.Generator) -> np.ndarray:
-    """Quota assignment: hot items first (items of one group together, groups in random order
-    among equal weights); unreached items (weight 0) get the static shares."""
+def weighted_classes(weights: np.ndarray, key: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """Quota assignment: hot items first, equal weights in the order of ``key`` (items of one group share
+    a key, so they stay together); unreached items (weight 0) get the static shares."""
     shares = np.asarray(shares, dtype=float)
     shares = shares / shares.sum()
-    key = rng.permutation(int(groups.max()) + 1 if len(groups) else 1)[groups]
     out = np.empty(len(weights), dtype=np.int64)
     hot = weights > 0
     for sel, wts in ((hot, weights), (~hot, np.ones(len(weights)))):
@@ -190,6 +191,11 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
         ph = phase[k]
         fs = fstart[k]
         uu = u[k]
+        if k == fs:
+            # each function is allocated on its own, so its registers do not depend on the layout
+            int_next = 0
+            fp_next = 0
+            pend_reg = -1
         # ---- sources
         need_int = 0
         need_fp = 0
@@ -263,7 +269,7 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
             lastw[d_reg] = k
 
 
-def assign_behaviours(pc: PhaseCode, rng: np.random.Generator) -> None:
+def assign_behaviours(pc: PhaseCode, source: SourceDraws) -> None:
     """Re-deal the branch behaviours by dynamic weight: forward branches get biased / periodic /
     random, loops fixed / variable trip counts, by the weighted quota rule (hottest first), so that
     the requested shares hold for executed branches, not just for static ones."""
@@ -273,11 +279,12 @@ def assign_behaviours(pc: PhaseCode, rng: np.random.Generator) -> None:
     if len(heads):
         cons = pc.b_construct[heads]
         shares = np.array([br.biased, br.periodic, br.random])
-        pc.c_behaviour[cons] = weighted_classes(w[heads], cons, shares, rng)
+        pc.c_behaviour[cons] = weighted_classes(w[heads], source.uniform(SourceDraws.QUOTA, pc.c_key[cons]), shares)
     backs = np.flatnonzero(pc.b_term == T_LOOP)
     if len(backs) and 0.0 < br.fixed_trip_loops < 1.0:
         cons = pc.b_construct[backs]
-        fixed = weighted_classes(w[backs], cons, np.array([1 - br.fixed_trip_loops, br.fixed_trip_loops]), rng) == 1
+        fixed = weighted_classes(w[backs], source.uniform(SourceDraws.QUOTA, pc.c_key[cons]),
+                                 np.array([1 - br.fixed_trip_loops, br.fixed_trip_loops])) == 1
         pc.c_fixed[cons] = fixed
         base = pc.c_base[cons]
         pc.c_base[cons] = np.where(fixed, np.maximum(1.0, np.rint(base)), base)

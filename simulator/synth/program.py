@@ -24,11 +24,14 @@ from whatif.simulator.synth.jit import apply_jit
 from whatif.simulator.synth.assign import SLOT_OPS, assign_behaviours, assign_registers, block_lengths, weighted_classes
 from whatif.simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
 from whatif.simulator.synth.structure import (B_PERIODIC, T_CALL, T_IF, T_JUMP, T_LOOP, T_NONE, T_PH_CONT, T_PH_EXIT,
-                                       T_PH_SWITCH, T_RET, PhaseCode, block_weights,
+                                       T_PH_SWITCH, T_RET, PhaseCode, SourceDraws, block_weights,
                                        bound_call_sizes, calibrate_taken, generate, mean_floor, trip_range)
 from whatif.simulator.workload import PhaseParams, Workload, phase_lengths, resolve_phases
 
 TEXT_BASE = 0x400000
+# what a binary (program seed) varies, each from its own generator: the data layout (the streams'
+# scatter, node fields), the functions' order in the text, instruction sizes
+CODEGEN = ("data", "order", "sizes")
 FUNC_ALIGN = 16
 TERM_OP = {T_IF: OP_BRANCH, T_LOOP: OP_BRANCH, T_PH_EXIT: OP_BRANCH, T_PH_CONT: OP_BRANCH, T_JUMP: OP_JUMP,
            T_PH_SWITCH: OP_JUMP, T_CALL: OP_CALL, T_RET: OP_RET}
@@ -190,14 +193,18 @@ class _Phase:
         self.term[self.start[1:][pc.b_term != T_NONE] - 1] = True
 
 
-def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, rng: np.random.Generator) -> _Phase:
+def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraws) -> _Phase:
+    """The phase's instructions: block lengths, operation classes, their order within blocks and stream
+    bindings, all the source's."""
     params = pc.params
-    ell = block_lengths(pc, w, rng)
+    ell = block_lengths(pc, w, source)
     ph = _Phase(pc, ell, w)
     slots = np.flatnonzero(~ph.term)
-    cls = weighted_classes(w[ph.block[slots]], ph.block[slots], _mix_shares(params), rng)
-    # shuffle the classes within each block (the quota rule hands them out in a regular order)
-    order = np.lexsort((rng.random(len(slots)), ph.block[slots]))
+    bkey = source.uniform(SourceDraws.QUOTA, pc.b_key)[ph.block]
+    cls = weighted_classes(w[ph.block[slots]], bkey[slots], _mix_shares(params))
+    # schedule the classes within each block (the quota rule hands them out in a regular order)
+    order = np.lexsort((source.uniform(SourceDraws.SCHEDULE, pc.b_key[ph.block[slots]], slots - ph.start[ph.block[slots]]),
+                        ph.block[slots]))
     ph.op[slots] = SLOT_OPS[cls[order]]
     ends = ph.start[1:][pc.b_term != T_NONE] - 1
     ph.op[ends] = [TERM_OP[t] for t in pc.b_term[pc.b_term != T_NONE]]
@@ -210,9 +217,9 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, rng: np.random.Gen
         if not len(idx):
             continue
         sh = np.array([weights.get(nm, 0.0) for nm in names])
-        ph.stream[idx] = weighted_classes(wi[idx], ph.block[idx], sh, rng)
+        ph.stream[idx] = weighted_classes(wi[idx], bkey[idx], sh)
         if phi > 0:
-            ph.fpdata[idx] = weighted_classes(wi[idx], ph.block[idx], np.array([1 - phi, phi]), rng) == 1
+            ph.fpdata[idx] = weighted_classes(wi[idx], bkey[idx], np.array([1 - phi, phi])) == 1
     for j in np.flatnonzero(streams.kind == S_CHASE):
         loads = np.flatnonzero((ph.op == OP_LOAD) & (ph.stream == j))
         if not len(loads):
@@ -221,34 +228,41 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, rng: np.random.Gen
         lw = wi[loads].sum()
         adv_share = min(1.0, acc / (1.0 + streams.fields[j]) / lw) if lw > 0 else 1.0 / (1 + streams.fields[j])
         adv_share = max(adv_share, 1e-9)
-        ph.adv[loads] = weighted_classes(wi[loads], ph.block[loads], np.array([1 - adv_share, adv_share]), rng) == 1
+        ph.adv[loads] = weighted_classes(wi[loads], bkey[loads], np.array([1 - adv_share, adv_share])) == 1
         ph.fpdata[loads[ph.adv[loads]]] = False
     return ph
 
 
 def build_program(spec: Workload, isa: IsaSpec, seed: int, name: str = "workload") -> StaticProgram:
-    """Generate, calibrate, fill and lay out the static program of ``spec`` for ``isa``."""
+    """Generate, calibrate, fill and lay out the static program of ``spec`` for ``isa``.
+
+    The program is the description's: its control structure, trip counts, branch behaviours, block sizes,
+    instructions and their dataflow (register dependences) are drawn from ``spec.source_seed``, each
+    function's from its own draws (so a description changed a little gives a program changed a little).
+    ``seed`` is the binary's: the functions' order in the text, instruction sizes (so every address), the
+    data layout (the streams' scatter, node fields) and, for JIT code, the code cache's layout."""
     phases = resolve_phases(spec, name)
-    seqs = np.random.SeedSequence([int(seed), 0x5EED]).spawn(2 + len(phases))
-    rng_streams, rng_layout = np.random.default_rng(seqs[0]), np.random.default_rng(seqs[1])
-    streams = build_streams(spec.streams, rng_streams)
-    filled = []
+    codegen = {part: np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED, k]))
+               for k, part in enumerate(CODEGEN)}
+    streams = build_streams(spec.streams, codegen["data"])
+    filled, sources = [], []
     for p, params in enumerate(phases):
-        rng = np.random.default_rng(seqs[2 + p])
-        pc = generate(params, rng)
+        source = SourceDraws(spec.source_seed, 0x50C, p)
+        sources.append(source)
+        pc = generate(params, source)
         bound_call_sizes(pc, params.code.max_call_instructions)
-        assign_behaviours(pc, rng)
+        assign_behaviours(pc, source)
         bound_call_sizes(pc, params.code.max_call_instructions)
         calibrate_taken(pc)
         w, _ = block_weights(pc)
-        filled.append(_fill(pc, w, streams, rng))
-    prog = _layout(spec, isa, seed, name, phases, streams, filled, rng_layout)
+        filled.append(_fill(pc, w, streams, source))
+    prog = _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen)
     return prog if spec.jit is None else apply_jit(prog, spec.jit, seed)
 
 
-def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgram:
+def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) -> StaticProgram:
     funcs = [(p, f) for p, ph in enumerate(filled) for f in range(ph.pc.n_functions + 1)]
-    order = rng.permutation(len(funcs))
+    order = codegen["order"].permutation(len(funcs))
     # global start of each (phase, function), in layout order
     gstart: dict[tuple[int, int], int] = {}
     pos = 0
@@ -284,7 +298,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
         fl = ph.start[ph.pc.f_first[ph.func]]
         g["fstart"][lg] = lg[fl]
     # instruction sizes and addresses: functions aligned, instructions contiguous inside a function
-    sizes = rng.choice(np.array(isa.sizes, dtype=np.int64), size=N, p=np.array(isa.size_weights) / sum(isa.size_weights))
+    sizes = codegen["sizes"].choice(np.array(isa.sizes, dtype=np.int64), size=N, p=np.array(isa.size_weights) / sum(isa.size_weights))
     pcs = np.zeros(N, np.uint64)
     addr = TEXT_BASE
     starts = np.array(sorted(set(g["fstart"].tolist())) + [N], dtype=np.int64)
@@ -361,7 +375,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
     chase_field = (streams.kind[st] == S_CHASE) & ~g["adv"][memi]
     rnd = streams.kind[st] == S_RANDOM
     slots = np.maximum(unit // ms, 1)
-    r = rng.integers(0, 1 << 30, size=len(memi)) % slots
+    r = codegen["data"].integers(0, 1 << 30, size=len(memi)) % slots
     o = np.where(chase_field, np.where(slots > 1, 1 + r % np.maximum(slots - 1, 1), 0) * ms,
                  np.where(rnd, r * ms, 0))
     off[memi] = o
@@ -402,7 +416,13 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
         wsum = float(g["weight"][sel].sum())
         ok = float(g["weight"][sel & agi_ok].sum()) / wsum if wsum > 0 else 1.0
         par["agi"][p] = min(1.0, params.dependences.agi / ok) if ok > 0 else 0.0
-    u = rng.random((N, 10))
+    # the dataflow is the source's: each function's register draws come from its own generator
+    u = np.empty((N, 10))
+    for p, ph in enumerate(filled):
+        for f in range(ph.pc.n_functions + 1):
+            lo = int(gstart[(p, f)])
+            n_f = int(ph.start[ph.pc.f_first[f] + ph.pc.f_count[f]] - ph.start[ph.pc.f_first[f]])
+            u[lo:lo + n_f] = sources[p].rng(SourceDraws.REGISTERS, f).random((n_f, 10))
 
     def assign(weights: np.ndarray, far: np.ndarray) -> tuple:
         cdf = np.cumsum(weights, axis=1)
@@ -421,7 +441,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, rng) -> StaticProgra
     # walk each phase a while and correct the static distances towards the described dynamic ones
     ic_t, ic_c = np.array(ic_target, np.int64), np.array(ic_cdf, float)
     traces = [depcal.static_trace(kind, tgt, arg, arg2, prob, prob2, off, ic_t, ic_c, streams,
-                                  int(driver_entry[p]), depcal.WALK, int(seed) * 7919 + p) for p in range(P)]
+                                  int(driver_entry[p]), depcal.WALK, int(spec.source_seed) * 7919 + p) for p in range(P)]
     targets = [(np.array(ph.dependences.distance_weights), ph.dependences.far) for ph in phases]
     dst, src1, src2, areg, flags = depcal.calibrate(traces, g["op"], targets, assign)
     prog = StaticProgram(

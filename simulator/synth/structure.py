@@ -72,6 +72,8 @@ class PhaseCode:
     b_call: np.ndarray = None      # block -> call site, or -1
     b_chain: np.ndarray = None     # block x MAX_NEST -> factor index; sentinel 2 * constructs
     cs_block: np.ndarray = None    # call site -> block
+    b_key: np.ndarray = None       # block -> (function, number within the function), a stable draw key
+    c_key: np.ndarray = None       # construct -> (function, number within the function)
     taken_step: float = 0.0        # largest change of the taken rate one flip makes (calibration granularity)
 
     @property
@@ -263,6 +265,7 @@ def _emit_all(pc: PhaseCode) -> None:
     pc.b_target = np.array([x[3] for x in blocks], dtype=np.int64)
     pc.b_call = np.array([x[4] for x in blocks], dtype=np.int64)
     pc.b_chain = chain
+    pc.b_key = pc.b_func * (1 << 24) + (np.arange(len(blocks)) - first[pc.b_func])
     cs_block = np.full(n_sites, -1, dtype=np.int64)
     calls = np.flatnonzero(pc.b_call >= 0)
     cs_block[pc.b_call[calls]] = calls
@@ -299,11 +302,45 @@ class _Popularity:
         return self.cands[np.sort(np.array(got, dtype=np.int64))]
 
 
-def generate(params: PhaseParams, rng: np.random.Generator) -> PhaseCode:
-    """Generate the structure of one phase (unflipped layout)."""
+class SourceDraws:
+    """The random draws of a program's source (its control structure, block sizes, instruction classes),
+    keyed so that a change to one function leaves the draws of every other one alone: a generator per
+    (tag, function) from ``entropy``, and hashed uniforms per (tag, item key).  So a description
+    perturbed a little (a mix share, a footprint) gives a program that differs a little."""
+
+    PHASE, FUNCTION, BLOCK, QUOTA, SCHEDULE, REGISTERS = range(6)
+
+    def __init__(self, *entropy: int):
+        self.entropy = tuple(int(e) for e in entropy)
+        self._salt = np.uint64(np.random.SeedSequence([*self.entropy, 0xC0DE]).generate_state(1, np.uint64)[0])
+
+    def rng(self, tag: int, index: int = 0) -> np.random.Generator:
+        return np.random.default_rng(np.random.SeedSequence([*self.entropy, tag, int(index)]))
+
+    def uniform(self, tag: int, *keys: np.ndarray) -> np.ndarray:
+        """A uniform in [0, 1) per item, a function of (tag, keys) only (splitmix64 of the folded keys)."""
+        with np.errstate(over="ignore"):
+            z = np.full(np.broadcast(*keys).shape if keys else (), self._salt + np.uint64(tag), np.uint64)
+            for k in keys:
+                z = _mix64(z ^ np.asarray(k, dtype=np.int64).astype(np.uint64))
+        return (z >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's step and output function, vectorised (uint64 arithmetic wraps)."""
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
+    """Generate the structure of one phase (unflipped layout).  Phase-wide draws (call levels, popularity,
+    function sizes, the driver's call sites) depend on the number of functions only; each function's tree,
+    call sites and construct attributes come from its own generator."""
     code, mix, br = params.code, params.mix, params.branches
     F = code.functions
-    b = _Builder(params, rng)
+    rng = source.rng(SourceDraws.PHASE)
     level = _levels(F, code.call_depth, rng)
     rank = rng.permutation(F)
     deepest = int(level.max())
@@ -311,64 +348,81 @@ def generate(params: PhaseParams, rng: np.random.Generator) -> PhaseCode:
     sizes = code.function_instructions * np.exp(sigma * rng.standard_normal(F) - sigma ** 2 / 2)
     budgets = np.maximum(1, np.rint(sizes * mix.branch)).astype(np.int64)
     n_calls_drawn = rng.poisson(code.calls_per_function, size=F)
+    # callees: candidates of a level-d caller are the deeper functions, most popular first
+    by_rank = np.argsort(rank)
+    pop = {d: _Popularity(by_rank[level[by_rank] > d], code.hot_skew) for d in range(deepest)}
+    b = _Builder(params, rng)
     trees = []
-    call_sites: list[tuple[int, int]] = []     # (atom, caller function)
+    atom_call: list[int] = []
+    cs_targets, cs_probs, cs_indirect = [], [], []
+    attrs = []
     for f in range(F):
-        a0 = len(b.atom_func)
+        b.rng = frng = source.rng(SourceDraws.FUNCTION, f)
+        a0, c0 = len(b.atom_func), len(b.c_loop)
         trees.append(b.gen_seq(int(budgets[f]), 0, 0, f))
         atoms = np.arange(a0, len(b.atom_func))
+        atom_call.extend([-1] * len(atoms))
         if level[f] < deepest and len(atoms) and n_calls_drawn[f]:
             pref = np.where(np.array(b.atom_in_loop[a0:]), code.calls_in_loops, 1.0)
             n_calls = min(int((pref > 0).sum()), int(n_calls_drawn[f]))
             # weighted sampling without replacement (Efraimidis-Spirakis keys)
-            keys = np.where(pref > 0, rng.random(len(pref)) ** (1.0 / np.maximum(pref, 1e-300)), -1.0)
+            keys = np.where(pref > 0, frng.random(len(pref)) ** (1.0 / np.maximum(pref, 1e-300)), -1.0)
+            cands = pop[int(level[f])]
             for a in atoms[np.argsort(-keys, kind="stable")[:n_calls]]:
-                call_sites.append((int(a), f))
-    # callees: candidates of a level-d caller are the deeper functions, most popular first
-    by_rank = np.argsort(rank)
-    pop = {d: _Popularity(by_rank[level[by_rank] > d], code.hot_skew) for d in range(deepest)}
-    atom_call = np.full(len(b.atom_func), -1, dtype=np.int64)
-    cs_targets, cs_probs, cs_indirect = [], [], []
-    for a, f in call_sites:
-        cands = pop[int(level[f])]
-        indirect = code.indirect_targets > 1 and rng.random() < code.indirect_calls and len(cands.cands) > 1
-        if indirect:
-            t = cands.pick(rng, code.indirect_targets)
-            w = 1.0 / (np.arange(1, len(t) + 1) ** code.indirect_skew)
-            probs = w / w.sum()
-        else:
-            t = cands.pick(rng)
-            probs = np.ones(1)
-        atom_call[a] = len(cs_targets)
-        cs_targets.append(t.astype(np.int64))
-        cs_probs.append(probs)
-        cs_indirect.append(indirect)
+                indirect = (code.indirect_targets > 1 and frng.random() < code.indirect_calls
+                            and len(cands.cands) > 1)
+                if indirect:
+                    t = cands.pick(frng, code.indirect_targets)
+                    wt = 1.0 / (np.arange(1, len(t) + 1) ** code.indirect_skew)
+                    probs = wt / wt.sum()
+                else:
+                    t = cands.pick(frng)
+                    probs = np.ones(1)
+                atom_call[a] = len(cs_targets)
+                cs_targets.append(t.astype(np.int64))
+                cs_probs.append(probs)
+                cs_indirect.append(indirect)
+        attrs.append(_construct_draws(len(b.c_loop) - c0, frng))
     top = _Popularity(by_rank[level[by_rank] == 0], code.hot_skew)
     driver_sites = max(16, 3 * len(top.cands))
     for _ in range(driver_sites):
         cs_targets.append(top.pick(rng))
         cs_probs.append(np.ones(1))
         cs_indirect.append(False)
-    # construct attributes, drawn for all constructs at once
+    # construct attributes
     c_loop = np.array(b.c_loop, dtype=bool)
     C = len(c_loop)
-    mu = br.loop_trips * np.exp(TRIP_SIGMA * rng.standard_normal(C) - TRIP_SIGMA ** 2 / 2)
-    fixed = c_loop & (rng.random(C) < br.fixed_trip_loops)
+    normal, u_fixed, u_behaviour, c_u, period_u, bits_u = (
+        np.concatenate([a[k] for a in attrs]) if C else np.zeros((0, MAX_PERIOD_BITS) if k == 5 else 0)
+        for k in range(6))
+    mu = br.loop_trips * np.exp(TRIP_SIGMA * normal - TRIP_SIGMA ** 2 / 2)
+    fixed = c_loop & (u_fixed < br.fixed_trip_loops)
     base = np.where(fixed, np.maximum(1.0, np.rint(mu)), np.maximum(1.0, mu))
     base[~c_loop] = 1.0
     mu = np.where(fixed, base, expected_trips(base, br.loop_trip_spread))
-    x = rng.random(C) * (br.biased + br.periodic + br.random)
+    x = u_behaviour * (br.biased + br.periodic + br.random)
     behaviour = np.where(x < br.biased, B_BIASED, np.where(x < br.biased + br.periodic, B_PERIODIC, B_RANDOM))
     behaviour[c_loop] = B_BIASED
+    period = np.minimum(2 + np.floor(period_u * (br.max_period - 1)), br.max_period).astype(np.int64)
+    func_of = np.repeat(np.arange(F), [len(a[0]) for a in attrs]) if C else np.zeros(0, np.int64)
     pc = PhaseCode(
         params=params, n_functions=F, f_level=level.astype(np.int64), f_rank=rank.astype(np.int64), trees=trees,
-        atom_call=atom_call, driver_sites=driver_sites, c_loop=c_loop, c_else=np.array(b.c_else, dtype=bool),
-        c_mu=mu.astype(float), c_base=base.astype(float), c_fixed=fixed, c_behaviour=behaviour.astype(np.int64),
-        c_u=rng.random(C), c_period=rng.integers(2, br.max_period + 1, size=C).astype(np.int64),
-        c_bits_u=rng.random((C, MAX_PERIOD_BITS)), c_flip=np.zeros(C, dtype=bool),
-        cs_indirect=np.array(cs_indirect, dtype=bool), cs_targets=cs_targets, cs_probs=cs_probs)
+        atom_call=np.array(atom_call, dtype=np.int64), driver_sites=driver_sites, c_loop=c_loop,
+        c_else=np.array(b.c_else, dtype=bool), c_mu=mu.astype(float), c_base=base.astype(float), c_fixed=fixed,
+        c_behaviour=behaviour.astype(np.int64), c_u=c_u, c_period=period, c_bits_u=bits_u,
+        c_flip=np.zeros(C, dtype=bool), cs_indirect=np.array(cs_indirect, dtype=bool), cs_targets=cs_targets,
+        cs_probs=cs_probs)
+    # a construct's key: (function, its number within the function), stable when other functions change
+    pc.c_key = func_of * (1 << 24) + (np.arange(C) - np.searchsorted(func_of, func_of))
     pc.layout()
     return pc
+
+
+def _construct_draws(n: int, rng: np.random.Generator) -> tuple:
+    """The per-construct draws of one function: trip-mean normals, fixed-trip, behaviour, arm and
+    period uniforms, and the periodic pattern's bit uniforms."""
+    return (rng.standard_normal(n), rng.random(n), rng.random(n), rng.random(n), rng.random(n),
+            rng.random((n, MAX_PERIOD_BITS)))
 
 
 def trip_range(base: np.ndarray | float, spread: float) -> tuple:
