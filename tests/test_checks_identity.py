@@ -32,11 +32,20 @@ def test_binary_agreement_statistics():
     assert rho == 0.0
 
 
+def test_a_signature_rho_of_exactly_the_goal_passes():
+    """Two swapped neighbours in each of two pairs: rho = 1 - 6 * 4 / 120 = 0.8, which the rank correlation
+    computes as 0.7999999999999999."""
+    sig = np.array([[1.0, 2, 3, 4, 5], [2, 1, 3, 5, 4], [1, 2, 3, 4, 5]])
+    cv, rho = identity.binary_agreement(np.ones(3), sig)
+    assert rho == pytest.approx(0.8) and identity.meets_goals(cv, rho)
+    assert not identity.meets_goals(cv, 0.79) and not identity.meets_goals(0.051, 1.0)
+
+
 def test_reduced_measurement_is_deterministic_and_binaries_differ(monkeypatch):
     monkeypatch.setitem(identity.SIZES, True, dict(binaries=3, instructions=150_000, warmup=50_000,
                                                    time_scale=2e-7))
     cpi, sig, stalls, n_int = identity.measure("cint2006/462.libquantum", "nehalem", quick=True)
     assert sig.shape == (3, len(stalls)) and "RAT_STALLS.ANY" in stalls and n_int >= 3
-    assert (cpi > 0.2).all() and len(set(np.round(cpi, 9))) == 3        # three binaries, three programs
+    assert (cpi > 0.2).all() and len(set(np.round(cpi, 9))) == 3        # three layouts and inputs
     again = identity.measure("cint2006/462.libquantum", "nehalem", quick=True)
     assert np.array_equal(cpi, again[0]) and np.array_equal(sig, again[1])

@@ -1,6 +1,8 @@
 """Program identity (issue 15, item 1) for ``whatif validate``: a workload's behaviour should belong to its
 description, so binaries synthesised from one description with different binary (program) seeds should
-run alike.
+run alike.  A program seed lays the description's program out (function order, instruction sizes, data
+placement) and draws its input; the program itself (structure, instructions, dataflow) is the
+description's (``source_seed``).
 
 ``identity: binaries of one description run alike``: per CINT2006 workload and Xeon, N binaries of the
 description (program seeds 1..N), each run once with the same run seed under the sampling engine after a
@@ -50,6 +52,12 @@ def binary_agreement(cpi: np.ndarray, signatures: np.ndarray) -> tuple[float, fl
     return cv, rho
 
 
+def meets_goals(cv: float, rho: float) -> bool:
+    """Both goals, rho to rounding: over five components rho moves in steps of 0.05 or 0.1, and a rank
+    difference of 0.8 computes as 0.7999999999999998."""
+    return cv <= CV_GOAL and rho >= RHO_GOAL - 1e-9
+
+
 def measure(workload: str, platform_name: str, quick: bool) -> tuple[np.ndarray, np.ndarray, tuple, int]:
     """Per binary its CPI and signature on ``platform_name``; the stall names; the fewest intervals."""
     size = SIZES[quick]
@@ -81,7 +89,7 @@ def program_identity(quick: bool) -> list[CheckResult]:
             cv, rho = binary_agreement(cpi, sig)
             out.append(CheckResult(
                 f"identity: {w} on {p}, CPI CV / median signature rho over binaries",
-                f"<= {CV_GOAL:.0%} / >= {RHO_GOAL}", f"{cv:.1%} / {rho:.2f}", cv <= CV_GOAL and rho >= RHO_GOAL,
+                f"<= {CV_GOAL:.0%} / >= {RHO_GOAL}", f"{cv:.1%} / {rho:.2f}", meets_goals(cv, rho),
                 f"{size['binaries']} binaries (program seeds 1-{size['binaries']}), {size['instructions']:,} "
                 f"instructions after {size['warmup']:,}, >= {n_int} intervals; CPI "
                 + ", ".join(f"{c:.3f}" for c in cpi) + f"; signature components {', '.join(stalls)}"))

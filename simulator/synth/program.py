@@ -29,8 +29,8 @@ from whatif.simulator.synth.structure import (B_PERIODIC, T_CALL, T_IF, T_JUMP, 
 from whatif.simulator.workload import PhaseParams, Workload, phase_lengths, resolve_phases
 
 TEXT_BASE = 0x400000
-# what a binary (program seed) varies, each from its own generator: the data layout (the streams'
-# scatter, node fields), the functions' order in the text, instruction sizes
+# what a binary (program seed) varies, each from its own generator: the data placement (the streams'
+# scatter), the functions' order in the text, instruction sizes
 CODEGEN = ("data", "order", "sizes")
 FUNC_ALIGN = 16
 TERM_OP = {T_IF: OP_BRANCH, T_LOOP: OP_BRANCH, T_PH_EXIT: OP_BRANCH, T_PH_CONT: OP_BRANCH, T_JUMP: OP_JUMP,
@@ -240,7 +240,7 @@ def build_program(spec: Workload, isa: IsaSpec, seed: int, name: str = "workload
     instructions and their dataflow (register dependences) are drawn from ``spec.source_seed``, each
     function's from its own draws (so a description changed a little gives a program changed a little).
     ``seed`` is the binary's: the functions' order in the text, instruction sizes (so every address), the
-    data layout (the streams' scatter, node fields) and, for JIT code, the code cache's layout."""
+    data placement (the streams' scatter) and, for JIT code, the code cache's layout."""
     phases = resolve_phases(spec, name)
     codegen = {part: np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED, k]))
                for k, part in enumerate(CODEGEN)}
@@ -375,7 +375,13 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
     chase_field = (streams.kind[st] == S_CHASE) & ~g["adv"][memi]
     rnd = streams.kind[st] == S_RANDOM
     slots = np.maximum(unit // ms, 1)
-    r = codegen["data"].integers(0, 1 << 30, size=len(memi)) % slots
+    # field offsets are the source's (a structure's layout): keyed by (function, place in it)
+    key = g["func"][memi] * (1 << 24) + (memi - g["fstart"][memi])
+    r = np.zeros(len(memi), np.int64)
+    for p, source in enumerate(sources):
+        at = g["phase"][memi] == p
+        r[at] = (source.uniform(SourceDraws.OFFSET, key[at]) * (1 << 30)).astype(np.int64)
+    r %= slots
     o = np.where(chase_field, np.where(slots > 1, 1 + r % np.maximum(slots - 1, 1), 0) * ms,
                  np.where(rnd, r * ms, 0))
     off[memi] = o
@@ -416,13 +422,13 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         wsum = float(g["weight"][sel].sum())
         ok = float(g["weight"][sel & agi_ok].sum()) / wsum if wsum > 0 else 1.0
         par["agi"][p] = min(1.0, params.dependences.agi / ok) if ok > 0 else 0.0
-    # the dataflow is the source's: each function's register draws come from its own generator
+    # the dataflow is the source's: register draws keyed by (function, place in it)
     u = np.empty((N, 10))
-    for p, ph in enumerate(filled):
-        for f in range(ph.pc.n_functions + 1):
-            lo = int(gstart[(p, f)])
-            n_f = int(ph.start[ph.pc.f_first[f] + ph.pc.f_count[f]] - ph.start[ph.pc.f_first[f]])
-            u[lo:lo + n_f] = sources[p].rng(SourceDraws.REGISTERS, f).random((n_f, 10))
+    place = g["func"] * (1 << 24) + (np.arange(N) - g["fstart"])
+    for p, source in enumerate(sources):
+        at = np.flatnonzero(g["phase"] == p)
+        for c in range(10):
+            u[at, c] = source.uniform(SourceDraws.REGISTERS, place[at], c)
 
     def assign(weights: np.ndarray, far: np.ndarray) -> tuple:
         cdf = np.cumsum(weights, axis=1)

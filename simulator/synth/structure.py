@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from whatif.simulator.synth.streams import M1, M2, M3
 from whatif.simulator.workload import PhaseParams
 
 # block terminators
@@ -308,7 +309,7 @@ class SourceDraws:
     (tag, function) from ``entropy``, and hashed uniforms per (tag, item key).  So a description
     perturbed a little (a mix share, a footprint) gives a program that differs a little."""
 
-    PHASE, FUNCTION, BLOCK, QUOTA, SCHEDULE, REGISTERS = range(6)
+    PHASE, FUNCTION, BLOCK, QUOTA, SCHEDULE, REGISTERS, OFFSET = range(7)
 
     def __init__(self, *entropy: int):
         self.entropy = tuple(int(e) for e in entropy)
@@ -327,10 +328,10 @@ class SourceDraws:
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
-    """splitmix64's step and output function, vectorised (uint64 arithmetic wraps)."""
-    z = z + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    """splitmix64's step and output function (:func:`..streams.mix64`), vectorised (uint64 arithmetic wraps)."""
+    z = z + M1
+    z = (z ^ (z >> np.uint64(30))) * M2
+    z = (z ^ (z >> np.uint64(27))) * M3
     return z ^ (z >> np.uint64(31))
 
 
