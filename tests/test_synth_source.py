@@ -83,6 +83,9 @@ def test_keyed_uniforms_are_functions_of_their_keys(seed, tag, keys):
     assert np.array_equal(u, SourceDraws(seed, 3).uniform(tag, k, 2))
     assert np.array_equal(u[::-1], draws.uniform(tag, k[::-1], 2))            # per item: order does not matter
     assert not np.any(u == draws.uniform(tag, k, 3)) and not np.any(u == draws.uniform(tag + 1, k, 2))
+    # tags are independent streams: a neighbouring tag's draws are not the same draws at neighbouring keys
+    for d in (1, 2, 3, 7):
+        assert not np.any(u == draws.uniform(tag + 1, k ^ d, 2)) and not np.any(u == draws.uniform(tag ^ d, k ^ d, 2))
 
 
 def test_keyed_uniforms_are_uniform():

@@ -321,7 +321,9 @@ class SourceDraws:
     def uniform(self, tag: int, *keys: np.ndarray) -> np.ndarray:
         """A uniform in [0, 1) per item, a function of (tag, keys) only (splitmix64 of the folded keys)."""
         with np.errstate(over="ignore"):
-            z = np.full(np.broadcast(*keys).shape if keys else (), self._salt + np.uint64(tag), np.uint64)
+            # the tag is hashed first: with salt + tag, (tag, key) and (tag + 1, key ^ 1) collided
+            start = _mix64(np.array([self._salt ^ np.uint64(tag)], np.uint64))[0]
+            z = np.full(np.broadcast(*keys).shape if keys else (), start, np.uint64)
             for k in keys:
                 z = _mix64(z ^ np.asarray(k, dtype=np.int64).astype(np.uint64))
         return (z >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
