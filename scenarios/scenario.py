@@ -7,8 +7,9 @@ its own tables (``[trace]`` for cachesim) and validates them.
 
 Seeds mean one thing in every study kind.  The scenario ``seed`` fixes the program: the synthesised
 binary (the description's program, which its ``source_seed`` draws, laid out), its input (every
-data-dependent choice), a synthetic trace, and everything else a study draws once.  Replicate seeds -- one per replicate, drawn from the scenario seed and shared by every variant and
-platform (common random numbers) -- vary only what differs between two runs of the same program on a
+data-dependent choice), a synthetic trace, and everything else a study draws once.  Replicate seeds --
+one per replicate, drawn from the scenario seed and shared by every variant and platform (common random
+numbers) -- vary only what differs between two runs of the same program on a
 real machine: physical page placement, timer phase, OS noise.  A study that wants different binaries
 says so: ``binaries = n`` crosses n binaries (program seeds drawn from the scenario seed; the first is
 the scenario seed itself) with the replicates.  ``Run.program_seed`` and ``Run.seed`` carry the two.

@@ -268,8 +268,8 @@ class Workload(_Strict):
     instructions: PositiveInt = 100_000_000   # nominal run length that phase fractions refer to
     phase_repeat: PositiveInt = 1              # the phase sequence runs this many times per run
     min_heap_kb: PositiveInt | None = None    # JVM workloads: minimum heap (seed 000 Table III)
-    # the program's source: its control structure, block sizes and instruction classes are drawn from this
-    # seed, so every binary of the description (program seeds: code generation) is the same program
+    # the program's source: its control structure, instructions and dataflow are drawn from this seed, so
+    # every binary of the description (program seeds: layout, data placement, input) is the same program
     source_seed: NonNegativeInt = 0
     mix: Mix
     code: Code = Code()

@@ -54,7 +54,7 @@ def binary_agreement(cpi: np.ndarray, signatures: np.ndarray) -> tuple[float, fl
 
 def meets_goals(cv: float, rho: float) -> bool:
     """Both goals, rho to rounding: over five components rho moves in steps of 0.05 or 0.1, and a rank
-    difference of 0.8 computes as 0.7999999999999998."""
+    difference of 0.8 computes as 0.7999999999999999."""
     return cv <= CV_GOAL and rho >= RHO_GOAL - 1e-9
 
 

@@ -24,7 +24,7 @@ from whatif.simulator.synth.jit import apply_jit
 from whatif.simulator.synth.assign import SLOT_OPS, assign_behaviours, assign_registers, block_lengths, weighted_classes
 from whatif.simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
 from whatif.simulator.synth.structure import (B_PERIODIC, T_CALL, T_IF, T_JUMP, T_LOOP, T_NONE, T_PH_CONT, T_PH_EXIT,
-                                       T_PH_SWITCH, T_RET, PhaseCode, SourceDraws, block_weights,
+                                       T_PH_SWITCH, T_RET, PhaseCode, SourceDraws, block_weights, place_key,
                                        bound_call_sizes, calibrate_taken, generate, mean_floor, trip_range)
 from whatif.simulator.workload import PhaseParams, Workload, phase_lengths, resolve_phases
 
@@ -375,13 +375,18 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
     chase_field = (streams.kind[st] == S_CHASE) & ~g["adv"][memi]
     rnd = streams.kind[st] == S_RANDOM
     slots = np.maximum(unit // ms, 1)
-    # field offsets are the source's (a structure's layout): keyed by (function, place in it)
-    key = g["func"][memi] * (1 << 24) + (memi - g["fstart"][memi])
-    r = np.zeros(len(memi), np.int64)
-    for p, source in enumerate(sources):
-        at = g["phase"][memi] == p
-        r[at] = (source.uniform(SourceDraws.OFFSET, key[at]) * (1 << 30)).astype(np.int64)
-    r %= slots
+    # field offsets are the source's (a structure's layout), as is the dataflow below: keyed by place
+    place = place_key(g["func"], np.arange(N) - g["fstart"])
+
+    def source_uniform(tag: int, at: np.ndarray, *more: int) -> np.ndarray:
+        """Each phase's source draws for the instructions ``at``."""
+        out = np.empty(len(at))
+        for p, source in enumerate(sources):
+            sel = g["phase"][at] == p
+            out[sel] = source.uniform(tag, place[at[sel]], *more)
+        return out
+
+    r = (source_uniform(SourceDraws.OFFSET, memi) * (1 << 30)).astype(np.int64) % slots
     o = np.where(chase_field, np.where(slots > 1, 1 + r % np.maximum(slots - 1, 1), 0) * ms,
                  np.where(rnd, r * ms, 0))
     off[memi] = o
@@ -422,13 +427,8 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         wsum = float(g["weight"][sel].sum())
         ok = float(g["weight"][sel & agi_ok].sum()) / wsum if wsum > 0 else 1.0
         par["agi"][p] = min(1.0, params.dependences.agi / ok) if ok > 0 else 0.0
-    # the dataflow is the source's: register draws keyed by (function, place in it)
-    u = np.empty((N, 10))
-    place = g["func"] * (1 << 24) + (np.arange(N) - g["fstart"])
-    for p, source in enumerate(sources):
-        at = np.flatnonzero(g["phase"] == p)
-        for c in range(10):
-            u[at, c] = source.uniform(SourceDraws.REGISTERS, place[at], c)
+    everything = np.arange(N)
+    u = np.stack([source_uniform(SourceDraws.REGISTERS, everything, c) for c in range(10)], axis=1)
 
     def assign(weights: np.ndarray, far: np.ndarray) -> tuple:
         cdf = np.cumsum(weights, axis=1)

@@ -266,7 +266,7 @@ def _emit_all(pc: PhaseCode) -> None:
     pc.b_target = np.array([x[3] for x in blocks], dtype=np.int64)
     pc.b_call = np.array([x[4] for x in blocks], dtype=np.int64)
     pc.b_chain = chain
-    pc.b_key = pc.b_func * (1 << 24) + (np.arange(len(blocks)) - first[pc.b_func])
+    pc.b_key = place_key(pc.b_func, np.arange(len(blocks)) - first[pc.b_func])
     cs_block = np.full(n_sites, -1, dtype=np.int64)
     calls = np.flatnonzero(pc.b_call >= 0)
     cs_block[pc.b_call[calls]] = calls
@@ -304,8 +304,8 @@ class _Popularity:
 
 
 class SourceDraws:
-    """The random draws of a program's source (its control structure, block sizes, instruction classes),
-    keyed so that a change to one function leaves the draws of every other one alone: a generator per
+    """The random draws of a program's source (its control structure, block sizes, instructions, dataflow,
+    field offsets), keyed so that a change to one function leaves the draws of every other one alone: a generator per
     (tag, function) from ``entropy``, and hashed uniforms per (tag, item key).  So a description
     perturbed a little (a mix share, a footprint) gives a program that differs a little."""
 
@@ -327,6 +327,12 @@ class SourceDraws:
             for k in keys:
                 z = _mix64(z ^ np.asarray(k, dtype=np.int64).astype(np.uint64))
         return (z >> np.uint64(11)).astype(float) * (1.0 / 9007199254740992.0)
+
+
+def place_key(func: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The draw key of an item (block, construct, instruction): its function and its number within it, so
+    that a change to one function leaves the keys of every other one alone."""
+    return np.asarray(func, dtype=np.int64) * (1 << 24) + np.asarray(index, dtype=np.int64)
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -416,7 +422,7 @@ def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
         c_flip=np.zeros(C, dtype=bool), cs_indirect=np.array(cs_indirect, dtype=bool), cs_targets=cs_targets,
         cs_probs=cs_probs)
     # a construct's key: (function, its number within the function), stable when other functions change
-    pc.c_key = func_of * (1 << 24) + (np.arange(C) - np.searchsorted(func_of, func_of))
+    pc.c_key = place_key(func_of, np.arange(C) - np.searchsorted(func_of, func_of))
     pc.layout()
     return pc
 
