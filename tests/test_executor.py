@@ -48,15 +48,24 @@ def test_local_pool_keeps_the_order_and_advances_per_item():
 
 
 def _started(item, shared, progress=None):
+    """Note the start, then hold the worker until two items have started: a worker that came up late would
+    otherwise start its first item after the other worker had finished one and taken the next."""
+    from pathlib import Path
+
     started = time.monotonic()
-    time.sleep(shared)
+    folder, pause = Path(shared[0]), shared[1]
+    (folder / str(item)).touch()
+    deadline = started + 60
+    while len(list(folder.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(pause)
     return started
 
 
-def test_a_pool_starts_the_costliest_items_first_and_keeps_the_order():
+def test_a_pool_starts_the_costliest_items_first_and_keeps_the_order(tmp_path):
     items = [1, 5, 3, 9, 2]
     with Executor() as ex:
-        started = ex.map(_started, items, shared=0.3, workers=2, cost=lambda i: i)
+        started = ex.map(_started, items, shared=(str(tmp_path), 0.3), workers=2, cost=lambda i: i)
     first_two = {items[k] for k in sorted(range(len(items)), key=lambda k: started[k])[:2]}
     assert first_two == {9, 5}
     # results in the items' order: the starts of 9 and 5 (indices 3 and 1) are the two earliest
