@@ -113,7 +113,7 @@ def test_methods_are_placed_apart_in_the_code_cache(was):
 
 def test_execution_is_spread_thin(was):
     """§2.5: no method holds more than ~2 % of the execution (expected executions per request; the
-    description's program puts 2.03 % in its hottest)."""
+    description's program puts 2.15 % in its hottest)."""
     methods = was.methods()
     owner = np.searchsorted(methods["first"].to_numpy(), np.arange(len(was)), side="right") - 1
     per_method = np.bincount(owner, weights=was.weight, minlength=len(methods))

@@ -61,16 +61,33 @@ def test_the_source_seed_draws_another_program():
 
 
 def test_a_description_changed_a_little_keeps_its_structure():
-    """A load share 1 % higher (``other`` lower by as much) leaves the control structure alone (the quota
-    rule re-deals the instruction classes: about a fifth of the static slots change class); a branch share
-    1 % higher changes the region trees of the few functions whose size in branches rounds otherwise."""
+    """A load share 1 % higher (``other`` lower by as much) leaves the control structure alone and re-deals
+    only the slots near a class boundary of the deal (measured: 0.6 % of them; the quota rule
+    it replaced re-dealt about a fifth); a branch share 1 % higher keeps the region trees, since a function
+    one branch longer grows at its end (measured: all 122 functions keep their control structure; the
+    sequential draws before it changed 8 % of them)."""
     base = build_program(ref().spec, X86, 1)
     more_loads = build_program(ref(spec(mix={"load": 0.2525, "other": 0.4175})).spec, X86, 1)
     assert control(more_loads) == control(base)
-    assert 0.7 < np.mean(more_loads.op == base.op) < 1.0
+    assert 0.98 < np.mean(more_loads.op == base.op) < 1.0
     more_branches = control(build_program(ref(spec(mix={"branch": 0.1818, "other": 0.4182})).spec, X86, 1))
     kept = np.mean([more_branches[k] == v for k, v in control(base).items()])
-    assert 0.85 < kept < 1.0
+    assert kept > 0.95
+
+
+def test_a_branch_bias_changed_a_little_keeps_the_program():
+    """A bias moved by 1e-5 moves the blocks' weights a little.  Block lengths come from a closed-form
+    scale and fixed dithers, and the deal by weight re-deals only items near a boundary, so every
+    instruction stays.  The item-by-item quota rule re-dealt 4.7 % of this program's instructions for it, and
+    the bisection over rounded lengths could settle on far-apart scales: with it (and the deal by weight),
+    462.libquantum had 2137 or 2232 static instructions and ran 6 M instructions on Harpertown in 1.79 or
+    2.74 ms for biases 0.998 and 0.99801."""
+    doc = spec()
+    doc.setdefault("branches", {})["bias"] = 0.99
+    nearby = spec()
+    nearby.setdefault("branches", {})["bias"] = 0.99001
+    a, b = (build_program(ref(d).spec, X86, 1) for d in (doc, nearby))
+    assert len(a) == len(b) and np.array_equal(a.op, b.op)
 
 
 @settings(max_examples=50, deadline=None)

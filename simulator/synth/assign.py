@@ -3,9 +3,10 @@
 Calibration uses the expected block weights of :func:`simulator.synth.structure.block_weights`:
 
 * block lengths are scaled so that the expected share of control transfers is ``mix.branch``;
-* operation classes and stream bindings are handed out by a weighted quota rule (hottest slots
-  first, each slot to the class furthest below its weighted share), so that the expected dynamic
-  mix and stream shares match the description even when one hot loop dominates;
+* operation classes and stream bindings are dealt by weight (:func:`weighted_classes`: heaviest tier
+  first, each tier by a systematic deal over what the heavier ones left short), so that the expected
+  dynamic mix and stream shares match the description even when one hot loop dominates, and a
+  description changed a little re-deals few instructions;
 * registers are chosen by a sequential pass over the static code: each source reads the
   destination of the instruction a drawn distance earlier (destinations rotate through the
   register file, so that value is still live), loads and stores of chase streams use the
@@ -37,20 +38,15 @@ def block_lengths(pc: PhaseCode, w: np.ndarray, source: SourceDraws) -> np.ndarr
     g = -0.5 * (np.log1p(-source.uniform(SourceDraws.BLOCK, pc.b_key, 0))
                 + np.log1p(-source.uniform(SourceDraws.BLOCK, pc.b_key, 1)))
     target = float((w * t).sum()) / b
-
-    def lengths(s: float) -> np.ndarray:
-        ell = np.clip(t + np.rint(s * g).astype(np.int64), 1, MAX_BLOCK)
-        ell[drv] = 1
-        return ell
-
-    lo, hi = 0.0, 4.0 / b
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if float((w * lengths(mid)).sum()) < target:
-            lo = mid
-        else:
-            hi = mid
-    ell = lengths(0.5 * (lo + hi))
+    # lengths t + s g, dithered to integers by a fixed uniform per block, with s from the weighted sums in
+    # closed form: a description changed a little moves s a little and re-rounds only the blocks whose
+    # s g crossed their dither (a bisection over the rounded lengths could jump between far-apart s with
+    # equal weighted sums, and change every cold block's length for a 1e-5 change of a branch bias)
+    wg = float((w * g).sum())
+    s = max(0.0, (target - float((w * t).sum())) / wg) if wg > 0 else 0.0
+    dither = source.uniform(SourceDraws.BLOCK, pc.b_key, 2)
+    ell = np.clip(t + np.floor(s * g + dither).astype(np.int64), 1, MAX_BLOCK)
+    ell[drv] = 1
     # rounding leaves a residual dominated by the hottest blocks: correct it there
     resid = target - float((w * ell).sum())
     order = np.argsort(-w, kind="stable")
@@ -68,42 +64,52 @@ def block_lengths(pc: PhaseCode, w: np.ndarray, source: SourceDraws) -> np.ndarr
     return ell
 
 
-@njit(cache=True)
-def quota_assign(weights, shares):
-    """Give each item (in the order given) the class furthest below its weighted share."""
-    n = len(weights)
-    k = len(shares)
-    out = np.empty(n, dtype=np.int64)
-    got = np.zeros(k)
-    total = 0.0
-    for i in range(n):
-        total += weights[i]
-        best = 0
-        bestv = -1e300
-        for c in range(k):
-            if shares[c] <= 0.0:
-                continue
-            v = shares[c] * total - got[c]
-            if v > bestv:
-                bestv = v
-                best = c
-        out[i] = best
-        got[best] += weights[i]
+MAX_TIER = 40           # items lighter than 2**-40 of the total are dealt together
+
+
+def systematic_deal(weights: np.ndarray, key: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """The items laid end to end along [0, 1) in the order of ``key``, each taking its share of the total
+    weight; an item gets the class whose stretch of the cumulative ``shares`` holds its midpoint.  The
+    layout does not depend on the shares, so moving a share by d re-deals only the items within d of a
+    boundary."""
+    bounds = np.cumsum(shares / shares.sum())
+    bounds[bounds >= bounds[-1] - 1e-12] = np.inf        # rounding must not hand the end to a class of share 0
+    order = np.argsort(key, kind="stable")
+    cum = np.cumsum(weights[order])
+    out = np.empty(len(weights), dtype=np.int64)
+    out[order] = np.searchsorted(bounds, (cum - 0.5 * weights[order]) / cum[-1], side="right")
     return out
 
 
 def weighted_classes(weights: np.ndarray, key: np.ndarray, shares: np.ndarray) -> np.ndarray:
-    """Quota assignment: hot items first, equal weights in the order of ``key`` (items of one group share
-    a key, so they stay together); unreached items (weight 0) get the static shares."""
+    """Classes for items of the given (expected dynamic) weights, so that each class's weighted share is
+    ``shares``: the items are dealt in tiers of weight (within a factor of two), heaviest first, each tier
+    by :func:`systematic_deal` over what the heavier tiers left each class short of its share.  No class
+    ends more than one item over its share, and the lighter tiers make up what the heavy items left short;
+    a share or a weight moved a little re-deals only the items near a boundary of some tier (the quota
+    rule this replaces, item by item, cascaded: a 1 % change re-dealt a fifth of them).  ``key`` is a
+    fixed uniform per item.  Unreached items (weight 0) are dealt by the static shares."""
     shares = np.asarray(shares, dtype=float)
     shares = shares / shares.sum()
+    weights = np.asarray(weights, dtype=float)
     out = np.empty(len(weights), dtype=np.int64)
-    hot = weights > 0
-    for sel, wts in ((hot, weights), (~hot, np.ones(len(weights)))):
-        idx = np.flatnonzero(sel)
-        if len(idx):
-            order = idx[np.lexsort((key[idx], -wts[idx]))]
-            out[order] = quota_assign(wts[order].astype(float), shares)
+    cold = np.flatnonzero(weights <= 0)
+    if len(cold):
+        out[cold] = systematic_deal(np.ones(len(cold)), key[cold], shares)
+    hot = np.flatnonzero(weights > 0)
+    if not len(hot):
+        return out
+    w = weights[hot]
+    tier = np.minimum(np.floor(np.log2(w.sum()) - np.log2(w)), MAX_TIER).astype(np.int64)
+    got = np.zeros(len(shares))
+    dealt = 0.0
+    for t in np.unique(tier):
+        sel = np.flatnonzero(tier == t)
+        dealt += float(w[sel].sum())
+        short = np.maximum(shares * dealt - got, 0.0)
+        cls = systematic_deal(w[sel], key[hot[sel]], short if short.sum() > 0 else shares)
+        out[hot[sel]] = cls
+        got += np.bincount(cls, weights=w[sel], minlength=len(shares))
     return out
 
 
@@ -271,19 +277,19 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
 
 def assign_behaviours(pc: PhaseCode, source: SourceDraws) -> None:
     """Re-deal the branch behaviours by dynamic weight: forward branches get biased / periodic /
-    random, loops fixed / variable trip counts, by the weighted quota rule (hottest first), so that
-    the requested shares hold for executed branches, not just for static ones."""
+    random, loops fixed / variable trip counts, by :func:`weighted_classes`, so that the requested
+    shares hold for executed branches, not just for static ones."""
     br = pc.params.branches
     w, _ = block_weights(pc)
     heads = np.flatnonzero(pc.b_term == T_IF)
     if len(heads):
         cons = pc.b_construct[heads]
         shares = np.array([br.biased, br.periodic, br.random])
-        pc.c_behaviour[cons] = weighted_classes(w[heads], source.uniform(SourceDraws.QUOTA, pc.c_key[cons]), shares)
+        pc.c_behaviour[cons] = weighted_classes(w[heads], source.uniform(SourceDraws.DEAL, pc.c_key[cons]), shares)
     backs = np.flatnonzero(pc.b_term == T_LOOP)
     if len(backs) and 0.0 < br.fixed_trip_loops < 1.0:
         cons = pc.b_construct[backs]
-        fixed = weighted_classes(w[backs], source.uniform(SourceDraws.QUOTA, pc.c_key[cons]),
+        fixed = weighted_classes(w[backs], source.uniform(SourceDraws.DEAL, pc.c_key[cons]),
                                  np.array([1 - br.fixed_trip_loops, br.fixed_trip_loops])) == 1
         pc.c_fixed[cons] = fixed
         base = pc.c_base[cons]

@@ -24,7 +24,7 @@ from whatif.simulator.synth.jit import apply_jit
 from whatif.simulator.synth.assign import SLOT_OPS, assign_behaviours, assign_registers, block_lengths, weighted_classes
 from whatif.simulator.synth.streams import S_CHASE, S_RANDOM, StreamTable, build_streams
 from whatif.simulator.synth.structure import (B_PERIODIC, T_CALL, T_IF, T_JUMP, T_LOOP, T_NONE, T_PH_CONT, T_PH_EXIT,
-                                       T_PH_SWITCH, T_RET, PhaseCode, SourceDraws, block_weights, place_key,
+                                       T_PH_SWITCH, T_RET, PhaseCode, SourceDraws, block_weights,
                                        bound_call_sizes, calibrate_taken, generate, mean_floor, trip_range)
 from whatif.simulator.workload import PhaseParams, Workload, phase_lengths, resolve_phases
 
@@ -193,6 +193,12 @@ class _Phase:
         self.term[self.start[1:][pc.b_term != T_NONE] - 1] = True
 
 
+def instruction_key(block_key: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The source draw key of an instruction: its block's key and its number in the block, so that a block
+    that grows or shrinks leaves the draws of every other block's instructions alone."""
+    return np.asarray(block_key, dtype=np.int64) * (1 << 9) + np.asarray(index, dtype=np.int64)   # MAX_BLOCK < 512
+
+
 def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraws) -> _Phase:
     """The phase's instructions: block lengths, operation classes, their order within blocks and stream
     bindings, all the source's."""
@@ -200,12 +206,13 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraw
     ell = block_lengths(pc, w, source)
     ph = _Phase(pc, ell, w)
     slots = np.flatnonzero(~ph.term)
-    bkey = source.uniform(SourceDraws.QUOTA, pc.b_key)[ph.block]
-    cls = weighted_classes(w[ph.block[slots]], bkey[slots], _mix_shares(params))
-    # schedule the classes within each block (the quota rule hands them out in a regular order)
-    order = np.lexsort((source.uniform(SourceDraws.SCHEDULE, pc.b_key[ph.block[slots]], slots - ph.start[ph.block[slots]]),
-                        ph.block[slots]))
-    ph.op[slots] = SLOT_OPS[cls[order]]
+    place = instruction_key(pc.b_key[ph.block], np.arange(len(ph.block)) - ph.start[ph.block])
+
+    def deal_key(use: int) -> np.ndarray:
+        """Each instruction's place in the systematic deal of one kind of choice (class, stream, ...)."""
+        return source.uniform(SourceDraws.DEAL, place, use)
+
+    ph.op[slots] = SLOT_OPS[weighted_classes(w[ph.block[slots]], deal_key(0)[slots], _mix_shares(params))]
     ends = ph.start[1:][pc.b_term != T_NONE] - 1
     ph.op[ends] = [TERM_OP[t] for t in pc.b_term[pc.b_term != T_NONE]]
     wi = w[ph.block]
@@ -217,9 +224,9 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraw
         if not len(idx):
             continue
         sh = np.array([weights.get(nm, 0.0) for nm in names])
-        ph.stream[idx] = weighted_classes(wi[idx], bkey[idx], sh)
+        ph.stream[idx] = weighted_classes(wi[idx], deal_key(1)[idx], sh)
         if phi > 0:
-            ph.fpdata[idx] = weighted_classes(wi[idx], bkey[idx], np.array([1 - phi, phi])) == 1
+            ph.fpdata[idx] = weighted_classes(wi[idx], deal_key(2)[idx], np.array([1 - phi, phi])) == 1
     for j in np.flatnonzero(streams.kind == S_CHASE):
         loads = np.flatnonzero((ph.op == OP_LOAD) & (ph.stream == j))
         if not len(loads):
@@ -228,7 +235,7 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraw
         lw = wi[loads].sum()
         adv_share = min(1.0, acc / (1.0 + streams.fields[j]) / lw) if lw > 0 else 1.0 / (1 + streams.fields[j])
         adv_share = max(adv_share, 1e-9)
-        ph.adv[loads] = weighted_classes(wi[loads], bkey[loads], np.array([1 - adv_share, adv_share])) == 1
+        ph.adv[loads] = weighted_classes(wi[loads], deal_key(3)[loads], np.array([1 - adv_share, adv_share])) == 1
         ph.fpdata[loads[ph.adv[loads]]] = False
     return ph
 
@@ -284,7 +291,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         local2global.append(lg)
     g = {k: np.zeros(N, dt) for k, dt in (("op", np.uint8), ("stream", np.int64), ("adv", bool), ("fpdata", bool),
                                           ("phase", np.int64), ("func", np.int64), ("weight", float),
-                                          ("fstart", np.int64), ("block", np.int64))}
+                                          ("fstart", np.int64), ("block", np.int64), ("place", np.int64))}
     for p, ph in enumerate(filled):
         lg = local2global[p]
         g["op"][lg] = ph.op
@@ -295,6 +302,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         g["func"][lg] = ph.func
         g["weight"][lg] = ph.w[ph.block]
         g["block"][lg] = ph.block
+        g["place"][lg] = instruction_key(ph.pc.b_key[ph.block], np.arange(len(ph.block)) - ph.start[ph.block])
         fl = ph.start[ph.pc.f_first[ph.func]]
         g["fstart"][lg] = lg[fl]
     # instruction sizes and addresses: functions aligned, instructions contiguous inside a function
@@ -376,7 +384,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
     rnd = streams.kind[st] == S_RANDOM
     slots = np.maximum(unit // ms, 1)
     # field offsets are the source's (a structure's layout), as is the dataflow below: keyed by place
-    place = place_key(g["func"], np.arange(N) - g["fstart"])
+    place = g["place"]
 
     def source_uniform(tag: int, at: np.ndarray, *more: int) -> np.ndarray:
         """Each phase's source draws for the instructions ``at``."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
 
 from whatif.simulator.synth.streams import M1, M2, M3
 from whatif.simulator.workload import PhaseParams
@@ -309,7 +310,7 @@ class SourceDraws:
     (tag, function) from ``entropy``, and hashed uniforms per (tag, item key).  So a description
     perturbed a little (a mix share, a footprint) gives a program that differs a little."""
 
-    PHASE, FUNCTION, BLOCK, QUOTA, SCHEDULE, REGISTERS, OFFSET = range(7)
+    PHASE, FUNCTION, BLOCK, DEAL, CALL_SITE, REGISTERS, OFFSET, CONSTRUCT = range(8)
 
     def __init__(self, *entropy: int):
         self.entropy = tuple(int(e) for e in entropy)
@@ -374,24 +375,27 @@ def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
         if level[f] < deepest and len(atoms) and n_calls_drawn[f]:
             pref = np.where(np.array(b.atom_in_loop[a0:]), code.calls_in_loops, 1.0)
             n_calls = min(int((pref > 0).sum()), int(n_calls_drawn[f]))
-            # weighted sampling without replacement (Efraimidis-Spirakis keys)
-            keys = np.where(pref > 0, frng.random(len(pref)) ** (1.0 / np.maximum(pref, 1e-300)), -1.0)
+            # weighted sampling without replacement (Efraimidis-Spirakis keys), a key per atom of the function
+            # and a generator per call site: a tree that grows at its end keeps its earlier call sites
+            u = source.uniform(SourceDraws.CALL_SITE, place_key(f, np.arange(len(atoms))))
+            keys = np.where(pref > 0, u ** (1.0 / np.maximum(pref, 1e-300)), -1.0)
             cands = pop[int(level[f])]
-            for a in atoms[np.argsort(-keys, kind="stable")[:n_calls]]:
-                indirect = (code.indirect_targets > 1 and frng.random() < code.indirect_calls
+            for j in np.argsort(-keys, kind="stable")[:n_calls]:
+                crng = source.rng(SourceDraws.CALL_SITE, int(place_key(f, j)))
+                indirect = (code.indirect_targets > 1 and crng.random() < code.indirect_calls
                             and len(cands.cands) > 1)
                 if indirect:
-                    t = cands.pick(frng, code.indirect_targets)
+                    t = cands.pick(crng, code.indirect_targets)
                     wt = 1.0 / (np.arange(1, len(t) + 1) ** code.indirect_skew)
                     probs = wt / wt.sum()
                 else:
-                    t = cands.pick(frng)
+                    t = cands.pick(crng)
                     probs = np.ones(1)
-                atom_call[a] = len(cs_targets)
+                atom_call[atoms[j]] = len(cs_targets)
                 cs_targets.append(t.astype(np.int64))
                 cs_probs.append(probs)
                 cs_indirect.append(indirect)
-        attrs.append(_construct_draws(len(b.c_loop) - c0, frng))
+        attrs.append(_construct_draws(source, f, len(b.c_loop) - c0))
     top = _Popularity(by_rank[level[by_rank] == 0], code.hot_skew)
     driver_sites = max(16, 3 * len(top.cands))
     for _ in range(driver_sites):
@@ -427,11 +431,13 @@ def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
     return pc
 
 
-def _construct_draws(n: int, rng: np.random.Generator) -> tuple:
-    """The per-construct draws of one function: trip-mean normals, fixed-trip, behaviour, arm and
-    period uniforms, and the periodic pattern's bit uniforms."""
-    return (rng.standard_normal(n), rng.random(n), rng.random(n), rng.random(n), rng.random(n),
-            rng.random((n, MAX_PERIOD_BITS)))
+def _construct_draws(source: SourceDraws, func: int, n: int) -> tuple:
+    """The per-construct draws of one function's ``n`` constructs, keyed by (function, construct number):
+    trip-mean normals, fixed-trip, behaviour, arm and period uniforms, and the periodic pattern's bit
+    uniforms."""
+    key = place_key(func, np.arange(n))[:, None]
+    u = source.uniform(SourceDraws.CONSTRUCT, key, np.arange(5 + MAX_PERIOD_BITS)[None, :])
+    return (ndtri(np.maximum(u[:, 0], 1e-16)), u[:, 1], u[:, 2], u[:, 3], u[:, 4], u[:, 5:])
 
 
 def trip_range(base: np.ndarray | float, spread: float) -> tuple:
