@@ -176,6 +176,12 @@ def _mix_shares(params: PhaseParams) -> np.ndarray:
     return shares / nonctl if nonctl > 0 else np.array([0, 0, 0, 1.0, 0, 0])
 
 
+def instruction_key(block_key: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The source draw key of an instruction: its block's key and its number in the block, so that a block
+    that grows or shrinks leaves the draws of every other block's instructions alone."""
+    return np.asarray(block_key, dtype=np.int64) * (1 << 9) + np.asarray(index, dtype=np.int64)   # MAX_BLOCK < 512
+
+
 class _Phase:
     """One phase's instructions in phase-local (block) order before layout."""
 
@@ -185,6 +191,7 @@ class _Phase:
         n = int(self.start[-1])
         self.block = np.repeat(np.arange(pc.n_blocks), ell)
         self.func = pc.b_func[self.block]
+        self.place = instruction_key(pc.b_key[self.block], np.arange(n) - self.start[self.block])   # draw keys
         self.op = np.zeros(n, np.uint8)
         self.stream = np.full(n, -1, np.int64)
         self.adv = np.zeros(n, bool)
@@ -193,26 +200,18 @@ class _Phase:
         self.term[self.start[1:][pc.b_term != T_NONE] - 1] = True
 
 
-def instruction_key(block_key: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """The source draw key of an instruction: its block's key and its number in the block, so that a block
-    that grows or shrinks leaves the draws of every other block's instructions alone."""
-    return np.asarray(block_key, dtype=np.int64) * (1 << 9) + np.asarray(index, dtype=np.int64)   # MAX_BLOCK < 512
-
-
 def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraws) -> _Phase:
-    """The phase's instructions: block lengths, operation classes, their order within blocks and stream
-    bindings, all the source's."""
+    """The phase's instructions: block lengths, operation classes and stream bindings, all the source's."""
     params = pc.params
     ell = block_lengths(pc, w, source)
     ph = _Phase(pc, ell, w)
     slots = np.flatnonzero(~ph.term)
-    place = instruction_key(pc.b_key[ph.block], np.arange(len(ph.block)) - ph.start[ph.block])
 
-    def deal_key(use: int) -> np.ndarray:
-        """Each instruction's place in the systematic deal of one kind of choice (class, stream, ...)."""
-        return source.uniform(SourceDraws.DEAL, place, use)
+    def deal_key(use: int, at: np.ndarray) -> np.ndarray:
+        """The instructions ``at``'s places in the deal of one kind of choice (class, stream, ...)."""
+        return source.uniform(SourceDraws.DEAL, ph.place[at], use)
 
-    ph.op[slots] = SLOT_OPS[weighted_classes(w[ph.block[slots]], deal_key(0)[slots], _mix_shares(params))]
+    ph.op[slots] = SLOT_OPS[weighted_classes(w[ph.block[slots]], deal_key(0, slots), _mix_shares(params))]
     ends = ph.start[1:][pc.b_term != T_NONE] - 1
     ph.op[ends] = [TERM_OP[t] for t in pc.b_term[pc.b_term != T_NONE]]
     wi = w[ph.block]
@@ -224,9 +223,9 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraw
         if not len(idx):
             continue
         sh = np.array([weights.get(nm, 0.0) for nm in names])
-        ph.stream[idx] = weighted_classes(wi[idx], deal_key(1)[idx], sh)
+        ph.stream[idx] = weighted_classes(wi[idx], deal_key(1, idx), sh)
         if phi > 0:
-            ph.fpdata[idx] = weighted_classes(wi[idx], deal_key(2)[idx], np.array([1 - phi, phi])) == 1
+            ph.fpdata[idx] = weighted_classes(wi[idx], deal_key(2, idx), np.array([1 - phi, phi])) == 1
     for j in np.flatnonzero(streams.kind == S_CHASE):
         loads = np.flatnonzero((ph.op == OP_LOAD) & (ph.stream == j))
         if not len(loads):
@@ -235,7 +234,7 @@ def _fill(pc: PhaseCode, w: np.ndarray, streams: StreamTable, source: SourceDraw
         lw = wi[loads].sum()
         adv_share = min(1.0, acc / (1.0 + streams.fields[j]) / lw) if lw > 0 else 1.0 / (1 + streams.fields[j])
         adv_share = max(adv_share, 1e-9)
-        ph.adv[loads] = weighted_classes(wi[loads], deal_key(3)[loads], np.array([1 - adv_share, adv_share])) == 1
+        ph.adv[loads] = weighted_classes(wi[loads], deal_key(3, loads), np.array([1 - adv_share, adv_share])) == 1
         ph.fpdata[loads[ph.adv[loads]]] = False
     return ph
 
@@ -302,7 +301,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         g["func"][lg] = ph.func
         g["weight"][lg] = ph.w[ph.block]
         g["block"][lg] = ph.block
-        g["place"][lg] = instruction_key(ph.pc.b_key[ph.block], np.arange(len(ph.block)) - ph.start[ph.block])
+        g["place"][lg] = ph.place
         fl = ph.start[ph.pc.f_first[ph.func]]
         g["fstart"][lg] = lg[fl]
     # instruction sizes and addresses: functions aligned, instructions contiguous inside a function

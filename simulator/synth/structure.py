@@ -365,7 +365,7 @@ def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
     trees = []
     atom_call: list[int] = []
     cs_targets, cs_probs, cs_indirect = [], [], []
-    attrs = []
+    attrs, c_keys = [], []
     for f in range(F):
         b.rng = frng = source.rng(SourceDraws.FUNCTION, f)
         a0, c0 = len(b.atom_func), len(b.c_loop)
@@ -395,7 +395,8 @@ def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
                 cs_targets.append(t.astype(np.int64))
                 cs_probs.append(probs)
                 cs_indirect.append(indirect)
-        attrs.append(_construct_draws(source, f, len(b.c_loop) - c0))
+        c_keys.append(place_key(f, np.arange(len(b.c_loop) - c0)))
+        attrs.append(_construct_draws(source, c_keys[-1]))
     top = _Popularity(by_rank[level[by_rank] == 0], code.hot_skew)
     driver_sites = max(16, 3 * len(top.cands))
     for _ in range(driver_sites):
@@ -417,7 +418,6 @@ def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
     behaviour = np.where(x < br.biased, B_BIASED, np.where(x < br.biased + br.periodic, B_PERIODIC, B_RANDOM))
     behaviour[c_loop] = B_BIASED
     period = np.minimum(2 + np.floor(period_u * (br.max_period - 1)), br.max_period).astype(np.int64)
-    func_of = np.repeat(np.arange(F), [len(a[0]) for a in attrs]) if C else np.zeros(0, np.int64)
     pc = PhaseCode(
         params=params, n_functions=F, f_level=level.astype(np.int64), f_rank=rank.astype(np.int64), trees=trees,
         atom_call=np.array(atom_call, dtype=np.int64), driver_sites=driver_sites, c_loop=c_loop,
@@ -426,17 +426,16 @@ def generate(params: PhaseParams, source: SourceDraws) -> PhaseCode:
         c_flip=np.zeros(C, dtype=bool), cs_indirect=np.array(cs_indirect, dtype=bool), cs_targets=cs_targets,
         cs_probs=cs_probs)
     # a construct's key: (function, its number within the function), stable when other functions change
-    pc.c_key = place_key(func_of, np.arange(C) - np.searchsorted(func_of, func_of))
+    pc.c_key = np.concatenate(c_keys) if C else np.zeros(0, np.int64)
     pc.layout()
     return pc
 
 
-def _construct_draws(source: SourceDraws, func: int, n: int) -> tuple:
-    """The per-construct draws of one function's ``n`` constructs, keyed by (function, construct number):
+def _construct_draws(source: SourceDraws, keys: np.ndarray) -> tuple:
+    """The per-construct draws of one function's constructs, by their keys (function, construct number):
     trip-mean normals, fixed-trip, behaviour, arm and period uniforms, and the periodic pattern's bit
     uniforms."""
-    key = place_key(func, np.arange(n))[:, None]
-    u = source.uniform(SourceDraws.CONSTRUCT, key, np.arange(5 + MAX_PERIOD_BITS)[None, :])
+    u = source.uniform(SourceDraws.CONSTRUCT, keys[:, None], np.arange(5 + MAX_PERIOD_BITS)[None, :])
     return (ndtri(np.maximum(u[:, 0], 1e-16)), u[:, 1], u[:, 2], u[:, 3], u[:, 4], u[:, 5:])
 
 
