@@ -50,6 +50,13 @@ def control(prog, sl: slice) -> tuple[bytes, bytes]:
     return k[ctl].tobytes(), np.where(k[ctl] == K.K_LOOP_FIXED, prog.arg[sl][ctl], 0).tobytes()
 
 
+def block_lengths(prog, sl: slice) -> np.ndarray:
+    """The lengths of the function's blocks, in layout order."""
+    blk = prog.block[sl]
+    starts = np.flatnonzero(np.concatenate([[True], blk[1:] != blk[:-1]]))
+    return np.diff(np.concatenate([starts, [len(blk)]]))
+
+
 def first_difference(a, sa: slice, b, sb: slice | None) -> int:
     """Index in ``a``'s function of its first control transfer whose kind (or fixed trip count) differs from
     the same-numbered control transfer of ``b``'s: the function's structure is the same up to there (a
@@ -80,7 +87,7 @@ def program_change(a, b) -> dict[str, float]:
         if sb is None or control(a, sa) != control(b, sb):
             out["structure"] += float(w[first_difference(a, sa, b, sb):].sum())
             continue
-        if sb.stop - sb.start != sa.stop - sa.start:
+        if not np.array_equal(block_lengths(a, sa), block_lengths(b, sb)):
             out["lengths"] += float(w.sum())       # same structure, some block longer or shorter
             continue
         same = a.op[sa] == b.op[sb]
