@@ -15,7 +15,7 @@ import pytest
 from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FIELDS, OP_ALU, OP_CALL, OP_DIV, OP_FP,
                            OP_JUMP, OP_LOAD, OP_MUL, OP_RET, InstrBlock, isa_for)
 from whatif.simulator.synth import kernel as K
-from whatif.simulator.synth import stats
+from whatif.simulator.synth import Synthesizer, stats
 from whatif.simulator.synth.streams import S_CHASE, S_RANDOM, S_SEQ, S_STRIDED
 from whatif.simulator.synth.structure import taken_range
 from test_synth_cases import memory, spec, static_index, synth
@@ -166,13 +166,17 @@ def test_address_generating_dependences(runs):
 
 
 def test_fixed_loops_repeat_their_trip_count(runs):
+    """Every visit runs the loop's trip count, but for a visit that a phase end cut short (at most one a
+    phase switch)."""
     checked = 0
     for s, block in runs:
         p = s.program
+        switches = len(s.phase_boundaries()) - 1
         for i in np.flatnonzero(p.kind == K.K_LOOP_FIXED):
             trips = stats.loop_trips(block, int(p.pc[i]))
             if len(trips) >= 5:
-                assert (trips == p.arg[i]).all()
+                cut = trips != p.arg[i]
+                assert (trips[cut] < p.arg[i]).all() and cut.sum() <= switches
                 checked += 1
     assert checked >= 3
 
@@ -185,7 +189,10 @@ def test_variable_loops_draw_within_their_range(run):
         trips = stats.loop_trips(block, int(p.pc[i]))
         if len(trips) >= 40:
             lo, width = p.prob[i], p.prob2[i]
-            assert trips.min() >= max(1, int(lo)) and trips.max() <= max(1, int(lo + width))
+            cut = trips < max(1, int(lo))               # visits a phase end cut short: one a switch at most
+            assert cut.sum() <= len(s.phase_boundaries()) - 1
+            assert trips.max() <= max(1, int(lo + width))
+            trips = trips[~cut]
             expected = np.maximum(1, np.floor(lo + width * (np.arange(1000) + 0.5) / 1000)).mean()
             assert abs(trips.mean() - expected) < 0.15 * expected + 0.3
             checked += 1
@@ -351,8 +358,30 @@ def test_phase_lengths_follow_the_schedule(run):
     nominal = s.nominal_boundaries(N)
     assert nominal == [(0, 360_000, "a"), (360_000, 600_000, "b")]
     lag = got[1][0] - nominal[1][0]
-    assert 0 < lag <= 3 * s.program.phases[0].code.max_call_instructions
+    assert 0 < lag <= LOOP_FREE_PATH
     assert s.phase_at(0) == "a" and s.phase_at(N - 1) == "b"
+
+
+# a phase that has run its length ends within one loop-free pass through the code on the call stack
+# (measured: 30 to 250 instructions on the shipped workloads at windows of 100 k and 300 k instructions)
+LOOP_FREE_PATH = 600
+
+
+@pytest.mark.parametrize("workload, isa, instructions", [("specjvm98/db", "powerpc32", 300_000),
+                                                        ("cint2006/456.hmmer", "x86_64", 100_000),
+                                                        ("yahoo_y/Y", "x86_64", 100_000)])
+def test_phase_lengths_hold_at_any_window(workload, isa, instructions):
+    """Phases keep their lengths however short the run: once a phase has run its length every loop exits
+    at its back edge, so the phase ends within a loop-free pass through the calls it is in.  Before, it
+    ended at the first driver call that returned after its length, a whole call later: db's
+    15,000-instruction start-up (issue 15) ran 101,715 instructions in a 300 k run, hmmer's 5,000-instruction
+    setup 34,613 in a 100 k run (measured on 624912a)."""
+    s = Synthesizer(workload, isa, seed=1, instructions=instructions)
+    s.next_block(instructions)
+    got = np.array([a for a, _ in s.phase_boundaries()])
+    want = np.array([a for a, _, _ in s.nominal_boundaries(instructions)])[:len(got)]
+    assert len(got) >= 2
+    assert (got >= want).all() and (got - want <= LOOP_FREE_PATH).all(), (got - want).tolist()
 
 
 def test_phases_repeat_and_switch_through_the_drivers():

@@ -21,10 +21,12 @@ from numba import njit
 
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
     OP_LOAD, OP_MUL, OP_STORE
+from whatif.simulator.synth.streams import M1, mix64, to_unit
 from whatif.simulator.synth.structure import (T_IF, T_LOOP, T_NONE, PhaseCode, SourceDraws, block_weights,
                                               expected_trips)
 
 MAX_BLOCK = 400
+U64 = np.uint64
 SLOT_OPS = np.array([OP_LOAD, OP_STORE, OP_FP, OP_ALU, OP_MUL, OP_DIV], dtype=np.uint8)
 
 
@@ -123,34 +125,31 @@ def _draw(cdf, u):
 
 
 @njit(cache=True)
-def _producer(k, cdf, u, cls, fstart, dst, dcls, lastw):
+def _producer(k, cdf, key, cls, fstart, dst, dcls, lastw):
     """A live register of class ``cls`` (0 integer, 1 floating point) written ``d`` instructions
     before ``k``, with ``d`` drawn from the distance distribution ``cdf`` restricted to the
-    distances that have such a producer (in the same function); -1 when none has."""
+    distances that have such a producer (in the same function); -1 when none has.
+
+    The draw is a race (Efraimidis and Spirakis): each candidate distance ``d`` gets a keyed uniform
+    ``v_d`` (of ``key`` and ``d``) and the largest ``v_d ** (1 / p_d)`` wins, which picks ``d`` with
+    probability proportional to ``p_d``.  An inverse-CDF draw moves every boundary when one weight moves;
+    a race keeps its winner unless the weights move enough to reorder the leaders, so a calibration
+    that moves the distance weights a little re-draws few producers."""
     m = len(cdf)
-    total = 0.0
     prev = 0.0
+    best = -np.inf
+    reg = -1
     for d in range(1, m + 1):
         p = cdf[d - 1] - prev
         prev = cdf[d - 1]
         j = k - d
-        if j >= fstart and dcls[j] == cls and lastw[dst[j]] == j:
-            total += p
-    if total <= 0.0:
-        return -1
-    x = u * total
-    prev = 0.0
-    last = -1
-    for d in range(1, m + 1):
-        p = cdf[d - 1] - prev
-        prev = cdf[d - 1]
-        j = k - d
-        if j >= fstart and dcls[j] == cls and lastw[dst[j]] == j:
-            last = dst[j]
-            if x < p:
-                return dst[j]
-            x -= p
-    return last
+        if p > 0.0 and j >= fstart and dcls[j] == cls and lastw[dst[j]] == j:
+            v = to_unit(mix64(key + U64(d) * M1))
+            score = np.log(v if v > 0.0 else 1e-300) / p
+            if score > best:
+                best = score
+                reg = dst[j]
+    return reg
 
 
 @njit(cache=True)
@@ -174,7 +173,7 @@ def _agi_base(k, d, fstart, op, dst, dcls, lastw, window):
 @njit(cache=True)
 def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advance, base_reg, icall, cond,
                      dist_cdf, far, two, agi, agi_cdf, partial, partial_flags,
-                     n_int_rot, fp0, n_fp, gp, u,
+                     n_int_rot, fp0, n_fp, gp, u, race_key,
                      dst, src1, src2, areg, flags):
     """Sequential register assignment over the static code (see the module docstring).
 
@@ -239,7 +238,7 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
                 reg = pend_reg          # the full read after a partial write
                 pend_reg = -1
             elif uu[3 + r] >= far[ph]:
-                reg = _producer(k, dist_cdf[ph], uu[5 + r], cls, fs, dst, dcls, lastw)
+                reg = _producer(k, dist_cdf[ph], race_key[k] + U64(64 * (r + 1)) * M1, cls, fs, dst, dcls, lastw)
             if reg < 0:
                 if cls == 1:
                     reg = fp0 + fp_next          # least recently written FP register

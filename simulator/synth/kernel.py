@@ -4,7 +4,8 @@ Each static instruction has a *walk kind* (``K_*``) that says what the walker do
 with it: plain instructions are copied; memory instructions take their address
 from their stream; conditional branches decide their outcome from their
 behaviour (Bernoulli, periodic pattern, fixed or variable loop trip count, phase
-check); calls push the return index on the call stack and returns pop it.  All
+check; every loop exits at its back edge once its phase has run its length, so that
+phases keep their lengths at any scale); calls push the return index on the call stack and returns pop it.  All
 mutable state (walker registers, call stack, per-branch counters, stream
 positions, the splitmix64 generator) lives in arrays owned by the caller, so a
 walk can stop after any instruction and resume: the concatenation of the blocks
@@ -216,15 +217,19 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
                 rs = rs + M1
                 taken = to_unit(mix64(rs)) < s_prob[s]
             elif k == K_LOOP_FIXED:
+                # a loop exits at its back edge once its phase has run its length (so the phase ends within
+                # one pass through the code on the call stack, not one call from the driver later)
                 c = s_state[s] + 1
-                if c < s_arg[s]:
+                if c < s_arg[s] and count < boundary:
                     taken = True
                     s_state[s] = c
                 else:
                     s_state[s] = 0
             elif k == K_LOOP_VAR:
                 rem = s_state[s]
-                if rem == 0:
+                if count >= boundary:
+                    rem = 1
+                elif rem == 0:
                     rs = rs + M1
                     rem = np.int64(s_prob[s] + s_prob2[s] * to_unit(mix64(rs)))
                     if rem < 1:

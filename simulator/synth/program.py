@@ -436,6 +436,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         par["agi"][p] = min(1.0, params.dependences.agi / ok) if ok > 0 else 0.0
     everything = np.arange(N)
     u = np.stack([source_uniform(SourceDraws.REGISTERS, everything, c) for c in range(10)], axis=1)
+    race_key = (source_uniform(SourceDraws.REGISTERS, everything, 10) * 2.0 ** 53).astype(np.uint64)
 
     def assign(weights: np.ndarray, far: np.ndarray) -> tuple:
         cdf = np.cumsum(weights, axis=1)
@@ -447,7 +448,7 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         flags = np.zeros(N, np.uint8)
         assign_registers(g["op"], g["fpdata"], g["fstart"], bstart_of, agi_ok, g["phase"], chase_reg, g["adv"],
                          base_reg, icall, cond, np.ascontiguousarray(cdf), far.astype(float), par["two"],
-                         par["agi"], agi_cdf, par["partial"], par["pflags"], n_rot, G, isa.fprs, G - 2, u,
+                         par["agi"], agi_cdf, par["partial"], par["pflags"], n_rot, G, isa.fprs, G - 2, u, race_key,
                          dst, src1, src2, areg, flags)
         return dst, src1, src2, areg, flags
 

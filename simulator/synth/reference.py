@@ -153,13 +153,15 @@ class ReferenceWalker:
                 target = int(p.pc[tgt])
                 if k == K.K_BERN:
                     t = self.uniform() < p.prob[s]
-                elif k == K.K_LOOP_FIXED:
+                elif k == K.K_LOOP_FIXED:        # loops exit once the phase has run its length
                     c = self.state.get(s, 0) + 1
-                    t = c < int(p.arg[s])
+                    t = c < int(p.arg[s]) and self.count < self.boundary
                     self.state[s] = c if t else 0
                 elif k == K.K_LOOP_VAR:
                     rem = self.state.get(s, 0)
-                    if rem == 0:
+                    if self.count >= self.boundary:
+                        rem = 1
+                    elif rem == 0:
                         rem = max(1, int(p.prob[s] + p.prob2[s] * self.uniform()))
                     rem -= 1
                     self.state[s] = rem

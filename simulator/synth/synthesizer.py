@@ -114,7 +114,8 @@ class Synthesizer:
 
     def phase_boundaries(self) -> list[tuple[int, str]]:
         """(first instruction, phase name) of every phase entered so far, in order.  A phase ends
-        at the first call from its driver that returns after its nominal length."""
+        when it has run its nominal length: its loops exit at their back edges, and its driver ends it
+        when the calls in progress return (tests/test_synth.py: within a few hundred instructions)."""
         names = self.phase_names
         return [(a, names[j]) for a, j in zip(self._log_at, self._log_phase)]
 
