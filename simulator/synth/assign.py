@@ -16,8 +16,13 @@ Calibration uses the expected block weights of :func:`simulator.synth.structure.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from whatif.simulator.jitcache import drop_stale_caches
+from whatif.simulator.synth import streams as streams_module
 
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
     OP_LOAD, OP_MUL, OP_STORE
@@ -294,3 +299,8 @@ def assign_behaviours(pc: PhaseCode, source: SourceDraws) -> None:
         base = pc.c_base[cons]
         pc.c_base[cons] = np.where(fixed, np.maximum(1.0, np.rint(base)), base)
         pc.c_mu[cons] = np.where(fixed, pc.c_base[cons], expected_trips(pc.c_base[cons], br.loop_trip_spread))
+
+
+# the walker's and the register draws' kernels inline the splitmix64 helpers of streams.py: an edit there
+# must drop their cached machine code too
+drop_stale_caches("synth_assign", (streams_module, sys.modules[__name__]))

@@ -14,8 +14,13 @@ does not depend on where the walk was cut.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from whatif.simulator.jitcache import drop_stale_caches
+from whatif.simulator.synth import streams as streams_module
 
 from whatif.simulator.synth.streams import (C_BASE, C_BITS, C_CUR, C_ELEM, C_KIND, C_N, C_POS, C_RENEW, C_SALT, C_SIZE,
                                      C_UNIT, C_ZLEN, C_ZOFF, M1, RENEW_ONE, S_CHASE, S_SEQ, S_STRIDED, mix64,
@@ -288,3 +293,8 @@ def pack_static(op, size, dst, src1, src2, areg, msize, flags) -> np.ndarray:
     for b, c in enumerate(cols):
         out |= c.astype(np.uint64) << np.uint64(8 * b)
     return out
+
+
+# the walker's and the register draws' kernels inline the splitmix64 helpers of streams.py: an edit there
+# must drop their cached machine code too
+drop_stale_caches("synth_walk", (streams_module, sys.modules[__name__]))
