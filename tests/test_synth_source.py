@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from whatif.simulator.isa import isa_for
 from whatif.simulator.synth import kernel as K
-from whatif.simulator.synth.compare import CHANGES, FAR, producer_distances, program_change
+from whatif.simulator.synth.compare import (CHANGES, FAR, control as structure_of, function_slices,
+                                            producer_distances, program_change)
 from whatif.simulator.synth.program import build_program
 from whatif.simulator.synth.structure import SourceDraws
 from test_synth_cases import ref, spec
@@ -28,22 +29,15 @@ def functions(prog) -> dict:
     """(phase, function) -> its instructions' source arrays, and the stream or trip count in ``arg``
     (an indirect call's ``arg`` is a table offset, which the layout decides)."""
     out = {}
-    for row in prog.methods().itertuples():
-        sl = slice(row.first, row.first + row.count)
+    for key, sl in function_slices(prog).items():
         arg = np.where(prog.kind[sl] == K.K_ICALL, -1, prog.arg[sl])
-        out[(row.phase, row.func)] = tuple(getattr(prog, a)[sl].tobytes() for a in SOURCE_ARRAYS) + (arg.tobytes(),)
+        out[key] = tuple(getattr(prog, a)[sl].tobytes() for a in SOURCE_ARRAYS) + (arg.tobytes(),)
     return out
 
 
 def control(prog) -> dict:
     """(phase, function) -> the sequence of its control-transfer kinds and trip counts: its structure."""
-    out = {}
-    for row in prog.methods().itertuples():
-        sl = slice(row.first, row.first + row.count)
-        k = prog.kind[sl]
-        ctl = ~np.isin(k, (K.K_PLAIN, K.K_MEM, K.K_ADV))
-        out[(row.phase, row.func)] = (k[ctl].tobytes(), np.where(k[ctl] == K.K_LOOP_FIXED, prog.arg[sl][ctl], 0).tobytes())
-    return out
+    return {key: structure_of(prog, sl) for key, sl in function_slices(prog).items()}
 
 
 def test_binaries_of_one_description_share_the_source_and_differ_in_layout():
@@ -130,7 +124,7 @@ def test_program_change_measures_what_changed():
     hot = mem[np.argmax(share[mem])]
 
     def planted(**arrays):
-        return dataclasses.replace(a, **{k: v for k, v in arrays.items()})
+        return dataclasses.replace(a, **arrays)
 
     op = a.op.copy()
     op[hot] = 0 if a.op[hot] != 0 else 1
@@ -140,7 +134,7 @@ def test_program_change_measures_what_changed():
     assert program_change(a, planted(arg=arg))["stream"] == pytest.approx(share[hot])
     # the hottest source read from a near producer, redirected to a register no instruction of its function
     # writes (a "far" value)
-    rows = {(r.phase, r.func): slice(r.first, r.first + r.count) for r in a.methods().itertuples()}
+    rows = function_slices(a)
     for k in np.argsort(-share):
         sl = rows[(a.phase[k], a.func[k])]
         if a.kind[k] == K.K_PLAIN and producer_distances(a, sl)[k - sl.start, 0] <= FAR:

@@ -21,11 +21,10 @@ import sys
 import numpy as np
 from numba import njit
 
-from whatif.simulator.jitcache import drop_stale_caches
-from whatif.simulator.synth import streams as streams_module
-
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
     OP_LOAD, OP_MUL, OP_STORE
+from whatif.simulator.jitcache import drop_stale_caches
+from whatif.simulator.synth import streams as streams_module
 from whatif.simulator.synth.streams import M1, mix64, to_unit
 from whatif.simulator.synth.structure import (T_IF, T_LOOP, T_NONE, PhaseCode, SourceDraws, block_weights,
                                               expected_trips)
@@ -187,7 +186,7 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
     block, so an address-generating dependence holds dynamically too), ``phase``, ``chase_reg`` (-1 or the chase stream's pointer
     register), ``advance`` (chase advance load), ``base_reg`` (long-lived base register),
     ``icall`` (indirect call), ``cond`` (conditional branch with a data source), ``u`` (uniforms,
-    10 per instruction).  Per phase: the parameter rows.  Output arrays are filled in place."""
+    8 per instruction), ``race_key`` (the producer races' key, see :func:`_producer`).  Per phase: the parameter rows.  Output arrays are filled in place."""
     n = len(op)
     nregs = fp0 + n_fp
     lastw = np.full(nregs, -(1 << 40), dtype=np.int64)
@@ -247,7 +246,7 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
             if reg < 0:
                 if cls == 1:
                     reg = fp0 + fp_next          # least recently written FP register
-                elif uu[7] < 0.5:
+                elif uu[5] < 0.5:
                     reg = gp
                 else:
                     reg = int_next               # least recently written rotating register
@@ -264,7 +263,7 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
                 d_reg = int_next
                 int_next = (int_next + 1) % n_int_rot
             dcls[k] = 0
-            if partial[ph] > 0 and uu[8] < partial[ph] and not advance[k]:
+            if partial[ph] > 0 and uu[6] < partial[ph] and not advance[k]:
                 flags[k] |= FLAG_PARTIAL_WRITE
                 pend_reg = d_reg
                 pend_pos = k
@@ -272,7 +271,7 @@ def assign_registers(op, fpdata, fstart, bstart, agi_ok, phase, chase_reg, advan
             d_reg = fp0 + fp_next
             fp_next = (fp_next + 1) % n_fp
             dcls[k] = 1
-        if o == OP_ALU and k + 1 < n and cond[k + 1] and partial_flags[ph] > 0 and uu[9] < partial_flags[ph]:
+        if o == OP_ALU and k + 1 < n and cond[k + 1] and partial_flags[ph] > 0 and uu[7] < partial_flags[ph]:
             flags[k] |= FLAG_FLAGS_PARTIAL
         if d_reg >= 0:
             dst[k] = d_reg

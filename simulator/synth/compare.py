@@ -28,6 +28,11 @@ STRAIGHT = (K.K_PLAIN, K.K_MEM, K.K_ADV)
 CHANGES = ("structure", "lengths", "class", "stream", "dataflow")
 
 
+def function_slices(prog) -> dict[tuple[int, int], slice]:
+    """(phase, function) -> the slice of its static instructions."""
+    return {(r.phase, r.func): slice(r.first, r.first + r.count) for r in prog.methods().itertuples()}
+
+
 def producer_distances(prog, sl: slice) -> np.ndarray:
     """(instructions, 3): how far back in the function each source (src1, src2, areg) was written; FAR + 1
     for a producer beyond FAR or none."""
@@ -45,6 +50,7 @@ def producer_distances(prog, sl: slice) -> np.ndarray:
 
 
 def control(prog, sl: slice) -> tuple[bytes, bytes]:
+    """The function's structure: the sequence of its control-transfer kinds, and the fixed loops' trip counts."""
     k = prog.kind[sl]
     ctl = ~np.isin(k, STRAIGHT)
     return k[ctl].tobytes(), np.where(k[ctl] == K.K_LOOP_FIXED, prog.arg[sl][ctl], 0).tobytes()
@@ -78,8 +84,7 @@ def first_difference(a, sa: slice, b, sb: slice | None) -> int:
 def program_change(a, b) -> dict[str, float]:
     """Shares of ``a``'s dynamic weight changed in ``b``, by kind of change (see the module docstring)."""
     total = float(a.weight.sum())
-    fa = {(r.phase, r.func): slice(r.first, r.first + r.count) for r in a.methods().itertuples()}
-    fb = {(r.phase, r.func): slice(r.first, r.first + r.count) for r in b.methods().itertuples()}
+    fa, fb = function_slices(a), function_slices(b)
     out = dict.fromkeys(CHANGES, 0.0)
     for key, sa in fa.items():
         sb = fb.get(key)

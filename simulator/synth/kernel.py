@@ -5,10 +5,10 @@ with it: plain instructions are copied; memory instructions take their address
 from their stream; conditional branches decide their outcome from their
 behaviour (Bernoulli, periodic pattern, fixed or variable loop trip count, phase
 check; every loop exits at its back edge once its phase has run its length, so that
-phases keep their lengths at any scale); calls push the return index on the call stack and returns pop it.  All
-mutable state (walker registers, call stack, per-branch counters, stream
-positions, the splitmix64 generator) lives in arrays owned by the caller, so a
-walk can stop after any instruction and resume: the concatenation of the blocks
+phases keep their lengths at any scale); calls push the return index on the call
+stack and returns pop it.  All mutable state (walker registers, call stack,
+per-branch counters, stream positions, the splitmix64 generator) lives in arrays
+owned by the caller, so a walk can stop after any instruction and resume: the concatenation of the blocks
 does not depend on where the walk was cut.
 """
 
@@ -21,7 +21,6 @@ from numba import njit
 
 from whatif.simulator.jitcache import drop_stale_caches
 from whatif.simulator.synth import streams as streams_module
-
 from whatif.simulator.synth.streams import (C_BASE, C_BITS, C_CUR, C_ELEM, C_KIND, C_N, C_POS, C_RENEW, C_SALT, C_SIZE,
                                      C_UNIT, C_ZLEN, C_ZOFF, M1, RENEW_ONE, S_CHASE, S_SEQ, S_STRIDED, mix64,
                                      perm_walk, to_unit)
@@ -233,7 +232,7 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
             elif k == K_LOOP_VAR:
                 rem = s_state[s]
                 if count >= boundary:
-                    rem = 1
+                    rem = 1                     # the last trip: the phase has run its length
                 elif rem == 0:
                     rs = rs + M1
                     rem = np.int64(s_prob[s] + s_prob2[s] * to_unit(mix64(rs)))

@@ -435,7 +435,8 @@ def _layout(spec, isa, seed, name, phases, streams, filled, sources, codegen) ->
         ok = float(g["weight"][sel & agi_ok].sum()) / wsum if wsum > 0 else 1.0
         par["agi"][p] = min(1.0, params.dependences.agi / ok) if ok > 0 else 0.0
     everything = np.arange(N)
-    u = np.stack([source_uniform(SourceDraws.REGISTERS, everything, c) for c in range(10)], axis=1)
+    # the uniforms assign_registers reads (by their draw tags: 5 and 6 drew the producers before the race)
+    u = np.stack([source_uniform(SourceDraws.REGISTERS, everything, c) for c in (0, 1, 2, 3, 4, 7, 8, 9)], axis=1)
     race_key = (source_uniform(SourceDraws.REGISTERS, everything, 10) * 2.0 ** 53).astype(np.uint64)
 
     def assign(weights: np.ndarray, far: np.ndarray) -> tuple:
