@@ -120,7 +120,7 @@ def _btb_find(btb, pc, shift, sets, ways):
     base = np.int64((pc >> U64(shift)) & U64(sets - 1)) * ways
     found = -1
     for w in range(ways):
-        if btb[base + w, B_TAG] == pc:
+        if btb[U64(base + w), B_TAG] == pc:
             found = w
     return base, found
 
@@ -131,18 +131,18 @@ def _btb_write(btb, bp, base, way, pc, target, ways):
     victim = way
     if victim < 0:
         for w in range(ways):
-            if btb[base + w, B_TAG] == EMPTY:
+            if btb[U64(base + w), B_TAG] == EMPTY:
                 victim = w
                 break
     if victim < 0:
         victim = 0
         for w in range(1, ways):
-            if btb[base + w, B_STAMP] < btb[base + victim, B_STAMP]:
+            if btb[U64(base + w), B_STAMP] < btb[U64(base + victim), B_STAMP]:
                 victim = w
     bp[BP_BTB_CLOCK] += 1
-    btb[base + victim, B_TAG] = pc
-    btb[base + victim, B_TGT] = target
-    btb[base + victim, B_STAMP] = U64(bp[BP_BTB_CLOCK])
+    btb[U64(base + victim), B_TAG] = pc
+    btb[U64(base + victim), B_TGT] = target
+    btb[U64(base + victim), B_STAMP] = U64(bp[BP_BTB_CLOCK])
 
 
 @njit(cache=True, inline="always")
@@ -158,13 +158,13 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
         else:
             h = bp[BP_GHIST] if kind == P_GSHARE else 0
             idx = np.int64(((pc >> U64(shift)) ^ U64(h)) & U64(bht_mask))
-            ctr = np.int64(bht[idx])
+            ctr = np.int64(bht[U64(idx)])
             pred = 1 if ctr >= ctr_thresh else 0
             if taken:
                 if ctr < ctr_max:
-                    bht[idx] = ctr + 1
+                    bht[U64(idx)] = ctr + 1
             elif ctr > 0:
-                bht[idx] = ctr - 1
+                bht[U64(idx)] = ctr - 1
             if kind == P_GSHARE:
                 bp[BP_GHIST] = ((bp[BP_GHIST] << 1) | taken) & hist_mask
         if pred != taken:
@@ -178,8 +178,8 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
                 else:
                     # a lookup hit makes the way the most recently used
                     bp[BP_BTB_CLOCK] += 1
-                    btb[base + way, B_STAMP] = U64(bp[BP_BTB_CLOCK])
-                    if taken and btb[base + way, B_TGT] != target:
+                    btb[U64(base + way), B_STAMP] = U64(bp[BP_BTB_CLOCK])
+                    if taken and btb[U64(base + way), B_TGT] != target:
                         out |= OUT_TGT
             if taken:
                 _btb_write(btb, bp, base, way, pc, target, btb_ways)
@@ -188,7 +188,7 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
             out |= OUT_TGT | OUT_RAS_MISS
         else:
             top = bp[BP_RAS_TOP]
-            if ras[top] != target:
+            if ras[U64(top)] != target:
                 out |= OUT_TGT | OUT_RAS_MISS
             bp[BP_RAS_TOP] = top - 1 if top > 0 else ras_n - 1
             bp[BP_RAS_COUNT] -= 1
@@ -197,14 +197,14 @@ def predict_control(op, pc, size, taken, target, kind, shift, bht_mask, ctr_max,
         base, way = _btb_find(btb, pc, shift, btb_sets, btb_ways)
         if way < 0:
             out |= OUT_BTB_MISS
-        elif btb[base + way, B_TGT] != target:
+        elif btb[U64(base + way), B_TGT] != target:
             out |= OUT_TGT
         _btb_write(btb, bp, base, way, pc, target, btb_ways)
         if op == OP_CALL:
             top = bp[BP_RAS_TOP] + 1
             if top == ras_n:
                 top = 0
-            ras[top] = pc + U64(size)
+            ras[U64(top)] = pc + U64(size)
             bp[BP_RAS_TOP] = top
             if bp[BP_RAS_COUNT] < ras_n:
                 bp[BP_RAS_COUNT] += 1

@@ -79,9 +79,10 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
     need_access = S[TM.S_NEED_ACCESS]
     clock_q16 = np.int64(0)
     for i in range(start, stop):
-        pc = pc_a[i]
-        op = np.int64(op_a[i])
-        size = np.int64(size_a[i])
+        iu = U64(i)                              # (an unsigned index: no wraparound code)
+        pc = pc_a[iu]
+        op = np.int64(op_a[iu])
+        size = np.int64(size_a[iu])
         now = now0 + (clock_q16 >> 16)
         clock_q16 += cpi_q16
         # fetch: as the timing kernel decides it
@@ -91,13 +92,13 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
             need_access = 0
         last_line = np.int64((pc + U64(size - 1 if size > 0 else 0)) >> ilb)
         if op >= OP_BRANCH:                      # the control transfers (CONTROL_OPS) are the last op classes
-            taken = np.int64(taken_a[i])
-            pout = predict_control(op, pc, size, taken, target_a[i], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
+            taken = np.int64(taken_a[iu])
+            pout = predict_control(op, pc, size, taken, target_a[iu], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
                                    hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp)
             if taken != 0 or (pout & (OUT_DIR | OUT_TGT)) != 0:
                 need_access = 1                  # taken, mispredicted, or a BTB miss of a taken transfer
         elif op == OP_LOAD or op == OP_STORE:
-            memport.data(mv, maddr_a[i], np.int64(msize_a[i]), 1 if op == OP_LOAD else 2, pc, now)
+            memport.data(mv, maddr_a[iu], np.int64(msize_a[iu]), 1 if op == OP_LOAD else 2, pc, now)
     S[TM.S_LAST_LINE] = last_line
     S[TM.S_NEED_ACCESS] = need_access
     return stop - start
