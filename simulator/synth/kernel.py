@@ -68,8 +68,8 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
         if run > 0:
             m = run if run < n - i else n - i
             for q in range(m):
-                t = s + q
-                o = i + q
+                t = U64(s + q)              # unsigned indices: no wraparound code
+                o = U64(i + q)
                 o_pc[o] = s_pc[t]
                 row = s_packed[t]
                 o_op[o] = row & MASK8
@@ -87,7 +87,7 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
                     o_maddr[o] = 0
                     continue
                 # ---- a memory access: its stream's next address
-                st = s_arg[t]
+                st = U64(s_arg[t])
                 sk = ST[st, C_KIND]
                 if sk == S_SEQ:
                     a = ST[st, C_POS]
@@ -155,25 +155,27 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
                 break
             continue
         # ---- a control transfer
-        o_pc[i] = s_pc[s]
-        row = s_packed[s]
-        o_op[i] = row & MASK8
-        o_size[i] = (row >> U64(8)) & MASK8
-        o_dst[i] = (row >> U64(16)) & MASK8
-        o_src1[i] = (row >> U64(24)) & MASK8
-        o_src2[i] = (row >> U64(32)) & MASK8
-        o_areg[i] = (row >> U64(40)) & MASK8
-        o_msize[i] = (row >> U64(48)) & MASK8
-        o_flags[i] = row >> U64(56)
-        o_maddr[i] = 0
-        k = s_kind[s]
+        us = U64(s)
+        ui = U64(i)
+        o_pc[ui] = s_pc[us]
+        row = s_packed[us]
+        o_op[ui] = row & MASK8
+        o_size[ui] = (row >> U64(8)) & MASK8
+        o_dst[ui] = (row >> U64(16)) & MASK8
+        o_src1[ui] = (row >> U64(24)) & MASK8
+        o_src2[ui] = (row >> U64(32)) & MASK8
+        o_areg[ui] = (row >> U64(40)) & MASK8
+        o_msize[ui] = (row >> U64(48)) & MASK8
+        o_flags[ui] = row >> U64(56)
+        o_maddr[ui] = 0
+        k = s_kind[us]
         nxt = s + 1
         taken = False
         target = U64(0)
         if k == K_CALL:
             stack[depth] = s + 1
             depth += 1
-            nxt = s_tgt[s]
+            nxt = s_tgt[us]
             taken = True
             target = s_pc[nxt]
         elif k == K_RET:
@@ -184,8 +186,8 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
         elif k == K_ICALL:
             rs = rs + M1
             u = to_unit(mix64(rs))
-            base = s_arg[s]
-            mt = s_arg2[s]
+            base = s_arg[us]
+            mt = s_arg2[us]
             pick = mt - 1
             for q in range(mt):
                 if u < ic_cdf[base + q]:
@@ -197,7 +199,7 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
             taken = True
             target = s_pc[nxt]
         elif k == K_JUMP:
-            nxt = s_tgt[s]
+            nxt = s_tgt[us]
             taken = True
             target = s_pc[nxt]
         elif k == K_PH_SWITCH:
@@ -215,45 +217,45 @@ def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize,
             n_log[0] += 1
         else:
             # conditional branches
-            tgt = s_tgt[s]
+            tgt = s_tgt[us]
             target = s_pc[tgt]
             if k == K_BERN:
                 rs = rs + M1
-                taken = to_unit(mix64(rs)) < s_prob[s]
+                taken = to_unit(mix64(rs)) < s_prob[us]
             elif k == K_LOOP_FIXED:
                 # a loop exits at its back edge once its phase has run its length (so the phase ends within
                 # one pass through the code on the call stack, not one call from the driver later)
-                c = s_state[s] + 1
-                if c < s_arg[s] and count < boundary:
+                c = s_state[us] + 1
+                if c < s_arg[us] and count < boundary:
                     taken = True
-                    s_state[s] = c
+                    s_state[us] = c
                 else:
-                    s_state[s] = 0
+                    s_state[us] = 0
             elif k == K_LOOP_VAR:
-                rem = s_state[s]
+                rem = s_state[us]
                 if count >= boundary:
                     rem = 1                     # the last trip: the phase has run its length
                 elif rem == 0:
                     rs = rs + M1
-                    rem = np.int64(s_prob[s] + s_prob2[s] * to_unit(mix64(rs)))
+                    rem = np.int64(s_prob[us] + s_prob2[us] * to_unit(mix64(rs)))
                     if rem < 1:
                         rem = 1
                 rem -= 1
-                s_state[s] = rem
+                s_state[us] = rem
                 taken = rem > 0
             elif k == K_PERIODIC:
-                pos = s_state[s]
-                taken = ((s_arg[s] >> pos) & 1) == 1
+                pos = s_state[us]
+                taken = ((s_arg[us] >> pos) & 1) == 1
                 pos += 1
-                s_state[s] = 0 if pos >= s_arg2[s] else pos
+                s_state[us] = 0 if pos >= s_arg2[us] else pos
             elif k == K_PH_EXIT:
                 taken = count >= boundary
             elif k == K_PH_CONT:
                 taken = count < boundary
             if taken:
                 nxt = tgt
-        o_taken[i] = taken
-        o_target[i] = target
+        o_taken[ui] = taken
+        o_target[ui] = target
         count += 1
         cur = nxt
         i += 1
