@@ -1,0 +1,141 @@
+"""Host instructions per simulated instruction of the core timing kernel, counted by callgrind.
+
+    python tests/benchmarks/bench_core_ir.py [--instructions 200000] [--platform nehalem]
+
+Wall-clock rates on a shared host drift by 10-15 % between runs of one build (``bench_simulate.py``,
+``bench_core.py``), more than most changes to the kernel move them.  An instruction count does not drift:
+valgrind's callgrind counts the host instructions executed, per address, while ``Core.run`` simulates
+two of ``bench_core.py``'s streams (a dependent chain of ALU operations, and the random program with
+256 KB of data).  Printed per stream: the host instructions of ``timing.simulate`` itself per simulated
+instruction, and of all the compiled code the run executes (memory hierarchy included), each counted in
+a process that runs the stream less the same process without that run (Python's own count varies by
+millions between processes, so only JIT code is counted), against its anchor, the build before unsigned
+indices (bb3b387).  It is a count, not a time: a host instruction that misses the host's caches costs
+more than one that does not.
+
+The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
+run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation (about
+fifteen minutes under callgrind).  valgrind is installed with apt-get when absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CPU = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "+avx2"}
+STREAMS = ("chain", "program")
+# bb3b387 (2026-11-28), Nehalem, 200,000 instructions: simulate() itself, all the JIT code of the run
+ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1)}
+SPAN = 0x8000          # bytes of machine code counted from simulate()'s entry (the function is ~20 KB)
+
+
+def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) -> None:
+    """Build the stream, load the kernel, write simulate()'s address, and simulate the stream if ``run``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from whatif.simulator.core import Core, microbench as MB, timing as TM
+    from whatif.simulator.memory.hierarchy import MemoryHierarchy
+    from whatif.simulator.platform import load_platform
+
+    p = load_platform(platform_name)
+    block = MB.dependent_chain(n, p.isa) if stream == "chain" else MB.random_program(n, 7, p.isa, data_kb=256)
+    Core(p).run(MB.random_program(2000, 0))                       # compile or load, outside the count
+    cres = TM.simulate.overloads[TM.simulate.signatures[0]]
+    Path(addr_file).write_text(str(cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)))
+    core = Core(p, MemoryHierarchy(p, seed=1))                   # built in both runs: only run() differs
+    if run:
+        core.run(block)
+
+
+def costs(path: str, lo: int, hi: int) -> tuple[int, int]:
+    """(instructions executed in JIT-compiled code, those at addresses [lo, hi)) in a callgrind output
+    written with --dump-instr=yes.  JIT code is callgrind's object ``???`` (no file); the cost lines of
+    calls are inclusive and skipped."""
+    jit_ids, ob, jit, own, addr, after_call = set(), None, 0, 0, 0, False
+    for line in open(path):
+        if line.startswith(("ob=", "cob=")):        # an object's id is named once, in either form
+            m = re.match(r"c?ob=\((\d+)\)\s*(.*)", line)
+            if m.group(2).strip() == "???":
+                jit_ids.add(m.group(1))
+            if line[0] == "o":
+                ob = m.group(1)
+            continue
+        if line.startswith("calls="):
+            after_call = True
+            continue
+        if not line or line[0] not in "0+-*":
+            continue
+        fields = line.split()
+        a = fields[0]
+        if a[0] == "+":
+            addr += int(a[1:], 0) if a[1:].startswith("0x") else int(a[1:])
+        elif a[0] == "-":
+            addr -= int(a[1:], 0) if a[1:].startswith("0x") else int(a[1:])
+        elif a != "*":
+            addr = int(a, 16)
+        if after_call:
+            after_call = False
+            continue
+        if len(fields) >= 3 and ob in jit_ids:
+            jit += int(fields[2])
+            if lo <= addr < hi:
+                own += int(fields[2])
+    return jit, own
+
+
+def callgrind(stream: str, n: int, platform_name: str, run: bool, work: Path, env: dict) -> tuple[int, int]:
+    """(instructions executed in JIT code, in simulate()) by one child process under callgrind."""
+    out, addr_file = work / f"cg.{stream}.{int(run)}", work / f"addr.{stream}.{int(run)}"
+    log = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}",
+                          sys.executable, __file__, "--child", stream, str(n), platform_name, str(int(run)),
+                          str(addr_file)], env=env, capture_output=True, text=True)
+    if log.returncode != 0:
+        sys.exit(f"callgrind failed on {stream}: {log.stderr.strip().splitlines()[-1:]}")
+    lo = int(addr_file.read_text())
+    return costs(str(out), lo, lo + SPAN)
+
+
+def valgrind() -> None:
+    if shutil.which("valgrind"):
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        sys.exit("no valgrind on PATH; install Debian's valgrind package (apt-get install valgrind)")
+    subprocess.run(["apt-get", "install", "-y", "-q", "valgrind"], check=True, stdout=subprocess.DEVNULL)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        stream, n, platform_name, run, addr_file = sys.argv[2:7]
+        child(stream, int(n), platform_name, run == "1", addr_file)
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instructions", type=int, default=200_000)
+    ap.add_argument("--platform", default="nehalem")
+    args = ap.parse_args()
+    valgrind()
+    n = args.instructions
+    env = dict(os.environ, **CPU, NUMBA_CACHE_DIR=str(Path(tempfile.gettempdir()) / "whatif-bench-core-ir"))
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for stream in STREAMS:                        # compile (or load) outside valgrind, for the named CPU
+            subprocess.run([sys.executable, __file__, "--child", stream, "1000", args.platform, "0",
+                            str(work / "warm")], env=env, check=True)
+        print(f"{args.platform}, {n:,} simulated instructions per stream; host instructions (callgrind) per "
+              f"simulated instruction")
+        print(f"{'stream':10s} {'simulate()':>11s} {'anchor':>8s} {'all JIT':>8s} {'anchor':>8s}")
+        for stream in STREAMS:
+            jit0, own0 = callgrind(stream, n, args.platform, False, work, env)     # the warm-up run alone
+            jit1, own1 = callgrind(stream, n, args.platform, True, work, env)
+            own, total = own1 - own0, jit1 - jit0
+            anchor = ANCHOR[stream] if args.platform == "nehalem" and n == 200_000 else (float("nan"),) * 2
+            print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
