@@ -535,13 +535,14 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         r1 = np.int64(src1_a[iu]) + 1
         r2 = np.int64(src2_a[iu]) + 1
         ra = np.int64(areg_a[iu]) + 1
+        u1, u2, ua = U64(r1), U64(r2), U64(ra)       # (their unsigned copies, for indexing)
         b_rat = 0
         if rat_on and partial_max > d:
-            pend = reg_partial[U64(r1)]
-            if reg_partial[U64(r2)] > pend:
-                pend = reg_partial[U64(r2)]
-            if reg_partial[U64(ra)] > pend:
-                pend = reg_partial[U64(ra)]
+            pend = reg_partial[u1]
+            if reg_partial[u2] > pend:
+                pend = reg_partial[u2]
+            if reg_partial[ua] > pend:
+                pend = reg_partial[ua]
             if op == OP_BRANCH and reg_partial[FLAGS_REG] > pend:
                 pend = reg_partial[FLAGS_REG]
             if pend > d:
@@ -607,15 +608,15 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         ulat = cfg[U64(K_UNIT_LAT + cls)]
         occ = 1 if cfg[U64(K_UNIT_PIPE + cls)] != 0 else ulat
         ucnt = cfg[U64(K_UNIT_CNT + cls)]
-        ops = reg_ready[U64(r1)]
-        if reg_ready[U64(r2)] > ops:
-            ops = reg_ready[U64(r2)]
-        if reg_ready[U64(ra)] > ops:
-            ops = reg_ready[U64(ra)]
+        ops = reg_ready[u1]
+        if reg_ready[u2] > ops:
+            ops = reg_ready[u2]
+        if reg_ready[ua] > ops:
+            ops = reg_ready[ua]
         agi = False
         if inorder:
             join = (g_count > 0 and g_count < group_cap and prev_ctrl == 0 and not serial and occ == 1
-                    and reg_wseq[U64(r1)] < g_start and reg_wseq[U64(r2)] < g_start and reg_wseq[U64(ra)] < g_start)
+                    and reg_wseq[u1] < g_start and reg_wseq[u2] < g_start and reg_wseq[ua] < g_start)
             slot_e = last_e if join else last_e + 1
             t = slot_e
             if d + 1 > t:
@@ -627,7 +628,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             if ops > t:
                 t = ops
             t_ops = t
-            if AGI_PEN > 0 and (is_load or is_store) and ra > 0 and t - reg_ready[U64(ra)] < AGI_DIST:
+            if AGI_PEN > 0 and (is_load or is_store) and ra > 0 and t - reg_ready[ua] < AGI_DIST:
                 t += AGI_PEN
                 agi = True
             t_agi = t
@@ -669,7 +670,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             if ops > t:
                 t = ops
             t_ops = t
-            if AGI_PEN > 0 and (is_load or is_store) and ra > 0 and t - reg_ready[U64(ra)] < AGI_DIST:
+            if AGI_PEN > 0 and (is_load or is_store) and ra > 0 and t - reg_ready[ua] < AGI_DIST:
                 t += AGI_PEN
                 agi = True
             t_agi = t
@@ -845,18 +846,19 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         elif (pout & OUT_BTB_MISS) != 0 and taken != 0:
             need_access = 1
         dst = np.int64(dst_a[iu]) + 1
+        udst = U64(dst)
         if dst > 0:
-            reg_ready[U64(dst)] = c
-            reg_wseq[U64(dst)] = seq
+            reg_ready[udst] = c
+            reg_wseq[udst] = seq
         if rat_on:
             # partial_max: the latest retirement of any pending partial write (no RAT check needed
             # while the candidate dispatch cycle is past it)
             if dst > 0:
                 if (flags & FLAG_PARTIAL_WRITE) != 0:
-                    reg_partial[U64(dst)] = r
+                    reg_partial[udst] = r
                     partial_max = r
                 else:
-                    reg_partial[U64(dst)] = -1
+                    reg_partial[udst] = -1
             if op == OP_ALU or op == OP_MUL or op == OP_DIV:
                 if (flags & FLAG_FLAGS_PARTIAL) != 0:
                     reg_partial[FLAGS_REG] = r

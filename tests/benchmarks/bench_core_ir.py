@@ -14,8 +14,8 @@ indices (bb3b387).  It is a count, not a time: a host instruction that misses th
 more than one that does not.
 
 The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
-run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation (about
-fifteen minutes under callgrind).  valgrind is installed with apt-get when absent.
+run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation under
+valgrind (one such compilation under callgrind had not finished after eight minutes).  valgrind is installed with apt-get when absent.
 """
 
 from __future__ import annotations
