@@ -37,9 +37,11 @@ from typing import Any, Callable
 import numpy as np
 
 from whatif.simulator.core import Core
+from whatif.simulator.core import counters as CV
 from whatif.simulator.core import timing as TM
 from whatif.simulator.core.profiler import InstructionProfiler
 from whatif.simulator.isa import InstrBlock, isa_for
+from whatif.simulator.memory import state as MS
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.osnoise import TimerInterrupts, TimerNoise
 from whatif.simulator.platform import Platform
@@ -238,13 +240,9 @@ class Machine:
     def counters(self) -> dict[str, int]:
         """Counters of the measured run (cumulative since the warm-up, if any): the core's generic
         counters and the memory hierarchy's, flattened (``L2.misses``, ``DTLB.walks``, ``memory.reads``)."""
-        c = self.core.counters(memory=True)
-        mem = c.pop("memory")
-        out = dict(c)
-        out.update(flatten({**mem["levels"], **mem["tlbs"], "memory": mem["memory"]}))
-        out["os_instructions"] = self.os_instructions
-        out["os_ticks"] = self.os_ticks
-        out["os_cycles"] = self.os_cycles
+        c = self.core.counters(memory=False)
+        out = self._with_memory_and_os(c, self.memory.counters(), (self.os_instructions, self.os_ticks,
+                                                                   self.os_cycles))
         if self._base is not None:
             out = {k: (v - self._base.get(k, 0) if isinstance(v, int) else v) for k, v in out.items()}
             for k in out:
@@ -252,6 +250,33 @@ class Machine:
                     level = k[:-len(".miss_ratio")]
                     acc = out.get(f"{level}.accesses", 0)
                     out[k] = out.get(f"{level}.misses", 0) / acc if acc else 0.0
+        return out
+
+    def counter_words(self) -> np.ndarray:
+        """The raw words of every integer counter of :meth:`counters` (the core's, the memory hierarchy's
+        counter rows, the OS counts) in one int64 vector, to be differenced and turned into counters by
+        :meth:`counter_columns`: a sampled run reads the counters around each of thousands of units, and
+        a copy costs a few microseconds where :meth:`counters` costs a hundred."""
+        return np.concatenate((self.core.CT, self.memory.counter_words(),
+                               np.array([self.os_instructions, self.os_ticks, self.os_cycles], np.int64)))
+
+    def counter_columns(self, words: np.ndarray) -> dict[str, np.ndarray]:
+        """:meth:`counters`' entries computed from rows of :meth:`counter_words` differences (one row per
+        sample): name -> column over the rows, ``counters()[k] - before[k]`` for every integer counter ``k``
+        (the miss ratios are the ratios of the rows' differences)."""
+        words = np.atleast_2d(words)
+        nct = len(self.core.CT)
+        nmem = words.shape[1] - nct - 3
+        n_rows = words[:, nct:nct + nmem].T.reshape(MS.NROWS, MS.NCOL, len(words))
+        core = {name: words[:, i] for i, name in enumerate(CV.COUNTER_NAMES)}
+        return self._with_memory_and_os(core, self.memory.counter_doc(n_rows, np.asarray),
+                                        tuple(words[:, nct + nmem + k] for k in range(3)))
+
+    @staticmethod
+    def _with_memory_and_os(core: dict, mem: dict, os_counts: tuple) -> dict:
+        out = dict(core)
+        out.update(flatten({**mem["levels"], **mem["tlbs"], "memory": mem["memory"]}))
+        out["os_instructions"], out["os_ticks"], out["os_cycles"] = os_counts
         return out
 
     def cpi_stack(self) -> dict[str, float]:

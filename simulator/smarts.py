@@ -286,9 +286,10 @@ def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0
     U, W = spec.unit, spec.warmup
     t0 = time.perf_counter()
     cycles, instr = np.zeros(n), np.zeros(n)
-    names: list[str] = []                              # the machine's (integer) counters, in one order
+    names = [k for k, v in machine.counters().items() if isinstance(v, int)]   # the integer counters
     causes = list(machine.core.cycle_stack())
-    deltas = stacks = np.zeros((0, 0))
+    words = np.zeros((n, len(machine.counter_words())), np.int64)     # their raw words' change per unit
+    stacks = np.zeros((n, len(causes)))
     detailed = warmed = 0
     warming_seconds = 0.0
     timed_cycles = timed_instructions = 0.0
@@ -304,21 +305,20 @@ def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0
             warming_seconds += time.perf_counter() - tw
             warmed += lead - done
         machine.advance_to(everything - machine.origin, program_limit=start + begin)
-        c0, s0 = machine.counters(), machine.core.cycle_stack()
+        w0, s0 = machine.counter_words(), machine.core.cycle_stack()
+        c0, n0 = machine.core.cycles, machine.core.instructions
         machine.advance_to(everything - machine.origin, program_limit=start + begin + U)
-        c1, s1 = machine.counters(), machine.core.cycle_stack()
+        words[i] = machine.counter_words() - w0
+        s1 = machine.core.cycle_stack()
         detailed += begin + U - lead
         done = begin + U
-        if i == 0:
-            names = [k for k, v in c1.items() if isinstance(v, int)]
-            deltas, stacks = np.zeros((n, len(names))), np.zeros((n, len(causes)))
-        deltas[i] = [c1[k] - c0[k] for k in names]
         stacks[i] = [s1[k] - s0[k] for k in causes]
-        cycles[i], instr[i] = c1["cycles"] - c0["cycles"], c1["instructions"] - c0["instructions"]
+        cycles[i], instr[i] = machine.core.cycles - c0, machine.core.instructions - n0
         timed_cycles += cycles[i]
         timed_instructions += instr[i]
     host = time.perf_counter() - t0
-    columns = {k: deltas[:, j] for j, k in enumerate(names)}
+    every = machine.counter_columns(words)
+    columns = {k: every[k].astype(np.float64) for k in names}
     rates = {e: np.asarray(v, dtype=np.float64) / instr for e, v in evaluate(sources, columns).items()}
     stack = {c: stacks[:, j] / instr for j, c in enumerate(causes)}
     return SmartsResult(spec, total, population, period, first, cycles / instr, rates, stack, columns, detailed,

@@ -21,6 +21,7 @@ from whatif.simulator.isa import isa_for
 from whatif.simulator.machine import Machine
 from whatif.simulator.memory import state as MS
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import load_platform
 from whatif.simulator.smarts import Estimate, SmartsSpec, required_units, run_sampled, z_value
 from whatif.simulator.synth import Synthesizer
@@ -198,6 +199,32 @@ def test_units_time_as_in_a_full_detailed_run():
     same_units = np.array(same_units)
     assert np.mean(result.unit_cpi == same_units) >= 0.95
     assert result.cpi.mean == pytest.approx(same_units.mean(), rel=1e-3)
+
+
+def test_unit_counters_from_raw_words_equal_the_counters_difference():
+    """A sampled run differences the raw counter words around each unit and names them at the end
+    (``Machine.counter_columns``): every counter of ``counters()`` must come out as the difference of
+    ``counters()`` read around the same stretches, the OS's and every cache level's, TLB's and memory's."""
+    m = Machine(load_platform("harpertown"), load_workload("cint2006/429.mcf"), 400_000, seed=2,
+                noise=TimerNoise(time_scale=1e-3))
+    m.warm_up(50_000)
+    marks, words = [], []
+    for limit in (50_000, 120_000, 125_000, 400_000):
+        m.advance_to(2**62, program_limit=limit)
+        marks.append(m.counters())
+        words.append(m.counter_words())
+    cols = m.counter_columns(np.diff(np.array(words), axis=0))
+    assert list(cols) == list(marks[0])
+    for j in range(3):
+        before, after = marks[j], marks[j + 1]
+        for k, v in after.items():
+            if isinstance(v, int):
+                assert cols[k][j] == v - before[k], (k, j)
+    total = {k: after - marks[0][k] for k, after in marks[3].items() if isinstance(after, int)}
+    assert total["L2.misses"] > 1000 and total["DTLB.walks"] > 0 and total["memory.reads"] > 0
+    assert total["os_ticks"] > 0 and total["L1D.prefetches_issued"] > 0
+    acc, miss = cols["L2.accesses"], cols["L2.misses"]
+    assert np.allclose(cols["L2.miss_ratio"], miss / acc)
 
 
 def test_too_few_units_recommends_smarts_n():

@@ -349,45 +349,58 @@ class MemoryHierarchy:
     # ------------------------------------------------------------------ results
     def counters(self) -> dict:
         """Counters per cache level, per TLB and for memory, keyed by the platform file's names."""
-        v = L.views(self.state.S)
-        N = v.N
+        return self.counter_doc(L.views(self.state.S).N, int)
+
+    def counter_words(self) -> np.ndarray:
+        """A copy of the counter rows, flat: every counter of :meth:`counters` but the miss ratios is a sum
+        of these words, so :meth:`counter_doc` of the difference of two copies is the counters' difference."""
+        return self.state.S[L.N0:L.P0].copy()
+
+    def counter_doc(self, N, value=int) -> dict:
+        """:meth:`counters` of counter rows ``N`` (``views().N``, or a stack of :meth:`counter_words`
+        reshaped to ``(NROWS, NCOL, samples)``, whose every counter is then a column over the samples);
+        ``value`` converts each count (``int`` for one state, ``np.asarray`` for columns)."""
+        columns = value is not int
         levels = {}
         demand = [L.SRC_IFETCH, L.SRC_LOAD, L.SRC_STORE, L.SRC_WALK]
         for i, name in enumerate(self.level_names):
             c = N[i]
-            acc = int(sum(c[L.CN_ACC + s] for s in demand))
-            miss = int(sum(c[L.CN_MISS + s] for s in demand))
-            row = {"accesses": acc, "hits": acc - miss, "misses": miss,
-                   "miss_ratio": (miss / acc) if acc else 0.0}
+            acc = value(sum(c[L.CN_ACC + s] for s in demand))
+            miss = value(sum(c[L.CN_MISS + s] for s in demand))
+            if columns:
+                ratio = np.divide(miss, acc, out=np.zeros(np.shape(acc)), where=acc != 0)
+            else:
+                ratio = (miss / acc) if acc else 0.0
+            row = {"accesses": acc, "hits": acc - miss, "misses": miss, "miss_ratio": ratio}
             for s in demand:
-                row[f"{SRC_NAMES[s]}_accesses"] = int(c[L.CN_ACC + s])
-                row[f"{SRC_NAMES[s]}_misses"] = int(c[L.CN_MISS + s])
+                row[f"{SRC_NAMES[s]}_accesses"] = value(c[L.CN_ACC + s])
+                row[f"{SRC_NAMES[s]}_misses"] = value(c[L.CN_MISS + s])
             row["data_accesses"] = row["load_accesses"] + row["store_accesses"]
             row["data_misses"] = row["load_misses"] + row["store_misses"]
-            row["sector_misses"] = int(c[L.CN_SECTOR_MISS])
-            row["straddling_accesses"] = int(c[L.CN_STRADDLE])
-            row["evictions"] = int(c[L.CN_EVICTIONS])
-            row["writebacks"] = int(c[L.CN_WRITEBACKS])
-            row["writebacks_received"] = int(c[L.CN_ACC + L.SRC_WRITEBACK])
-            row["back_invalidations"] = int(c[L.CN_BACK_INVAL])
-            row["prefetches_issued"] = int(c[L.CN_PF_ISSUED])
-            row["prefetches_useful"] = int(c[L.CN_PF_USEFUL])
-            row["prefetches_dropped"] = int(c[L.CN_PF_DROPPED])
-            row["late_prefetches"] = int(c[L.CN_PF_LATE])
-            row["prefetch_requests_received"] = int(c[L.CN_ACC + L.SRC_PREFETCH])
-            row["prefetch_requests_missed"] = int(c[L.CN_MISS + L.SRC_PREFETCH])
+            row["sector_misses"] = value(c[L.CN_SECTOR_MISS])
+            row["straddling_accesses"] = value(c[L.CN_STRADDLE])
+            row["evictions"] = value(c[L.CN_EVICTIONS])
+            row["writebacks"] = value(c[L.CN_WRITEBACKS])
+            row["writebacks_received"] = value(c[L.CN_ACC + L.SRC_WRITEBACK])
+            row["back_invalidations"] = value(c[L.CN_BACK_INVAL])
+            row["prefetches_issued"] = value(c[L.CN_PF_ISSUED])
+            row["prefetches_useful"] = value(c[L.CN_PF_USEFUL])
+            row["prefetches_dropped"] = value(c[L.CN_PF_DROPPED])
+            row["late_prefetches"] = value(c[L.CN_PF_LATE])
+            row["prefetch_requests_received"] = value(c[L.CN_ACC + L.SRC_PREFETCH])
+            row["prefetch_requests_missed"] = value(c[L.CN_MISS + L.SRC_PREFETCH])
             levels[name] = row
         tlbs = {}
         for i, name in enumerate(self.tlb_names):
             c = N[L.TROW0 + i]
-            tlbs[name] = {"accesses": int(c[L.TN_ACC]), "misses": int(c[L.TN_MISS]),
-                          "hits": int(c[L.TN_ACC] - c[L.TN_MISS]), "walks": int(c[L.TN_WALKS]),
-                          "walk_memory_accesses": int(c[L.TN_WALK_ACC]),
-                          "walk_accesses_to_memory": int(c[L.TN_WALK_MEM])}
+            tlbs[name] = {"accesses": value(c[L.TN_ACC]), "misses": value(c[L.TN_MISS]),
+                          "hits": value(c[L.TN_ACC] - c[L.TN_MISS]), "walks": value(c[L.TN_WALKS]),
+                          "walk_memory_accesses": value(c[L.TN_WALK_ACC]),
+                          "walk_accesses_to_memory": value(c[L.TN_WALK_MEM])}
         mem = N[L.MEMROW]
-        memory = {f"{SRC_NAMES[s]}_reads": int(mem[s]) for s in range(L.NSRC) if s != L.SRC_WRITEBACK}
-        memory["reads"] = int(sum(mem[:L.NSRC]))
-        memory["writes"] = int(mem[L.MEM_WRITES])
+        memory = {f"{SRC_NAMES[s]}_reads": value(mem[s]) for s in range(L.NSRC) if s != L.SRC_WRITEBACK}
+        memory["reads"] = value(sum(mem[s] for s in range(L.NSRC)))
+        memory["writes"] = value(mem[L.MEM_WRITES])
         return {"levels": levels, "tlbs": tlbs, "memory": memory}
 
     def channel_busy_until(self) -> int:
