@@ -49,3 +49,14 @@ def test_reduced_measurement_is_deterministic_and_binaries_differ(monkeypatch):
     assert (cpi > 0.2).all() and len(set(np.round(cpi, 9))) == 3        # three layouts and inputs
     again = identity.measure("cint2006/462.libquantum", "nehalem", quick=True)
     assert np.array_equal(cpi, again[0]) and np.array_equal(sig, again[1])
+
+
+def test_rows_say_how_far_each_signature_is_from_noise(monkeypatch):
+    """A row's detail gives each binary's largest |r(CPI, stall)|: a signature whose components are all
+    near zero ranks noise, and its rho says nothing about the program."""
+    sig = np.array([[0.1, -0.9, 0.2, 0.0, 0.3], [0.05, 0.1, -0.12, 0.0, 0.02], [0.4, 0.3, 0.2, 0.1, 0.0]])
+    monkeypatch.setattr(identity, "workloads", lambda quick: ("cint2006/456.hmmer",))
+    monkeypatch.setattr(identity, "measure", lambda w, p, quick: (np.ones(3), sig, tuple("abcde"), 9))
+    rows = identity.program_identity(True)
+    assert len(rows) == len(identity.PLATFORMS)
+    assert all("largest |r(CPI, stall)| per binary 0.90, 0.12, 0.40" in r.detail for r in rows)

@@ -92,5 +92,6 @@ def program_identity(quick: bool) -> list[CheckResult]:
                 f"<= {CV_GOAL:.0%} / >= {RHO_GOAL}", f"{cv:.1%} / {rho:.2f}", meets_goals(cv, rho),
                 f"{size['binaries']} binaries (program seeds 1-{size['binaries']}), {size['instructions']:,} "
                 f"instructions after {size['warmup']:,}, >= {n_int} intervals; CPI "
-                + ", ".join(f"{c:.3f}" for c in cpi) + f"; signature components {', '.join(stalls)}"))
+                + ", ".join(f"{c:.3f}" for c in cpi) + f"; signature components {', '.join(stalls)}; "
+                f"largest |r(CPI, stall)| per binary " + ", ".join(f"{m:.2f}" for m in np.abs(sig).max(axis=1))))
     return out
