@@ -157,10 +157,10 @@ RF_LEADER = 128        # first instruction of its issue group (every instruction
 (S_SEQ, S_LAST_F, S_F_COUNT, S_FETCH_BREAK, S_REDIRECT, S_REDIRECT_CAUSE, S_LAST_LINE, S_NEED_ACCESS,
  S_LAST_D, S_D_COUNT, S_LAST_E, S_G_COUNT, S_G_START, S_PREV_CTRL, S_LAST_R, S_R_COUNT, S_LAST_W,
  S_SERIAL_UNTIL, S_ROB_PTR, S_FQ_PTR, S_LQ_PTR, S_SQ_PTR, S_RS_CUR, S_RS_REL, S_MSHR_MAX, S_PARTIAL_MAX,
- S_PORT_CYCLE, S_PORT_USED, S_PORT_Q1, S_PORT_Q2, S_PORT_Q3, S_PORT_Q4) = range(32)
-NSTATE = 32
-MAX_READ_PORTS = 4             # register read ports the kernel tracks in a cycle (S_PORT_Q1..Q4)
-# S_PORT_Q1..Q4: the registers (slots) read through a register read port in cycle S_PORT_CYCLE (0: none)
+ S_PORT_CYCLE, S_PORT_USED) = range(28)
+NSTATE = 28
+# S_PORT_CYCLE: the latest cycle with a register read through a read port, S_PORT_USED: the reads in it (the
+# registers read in a cycle are those whose reg_port stamp is that cycle)
 
 
 def initial_scalars() -> np.ndarray:
@@ -181,47 +181,16 @@ def initial_scalars() -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _in_rrf(reg_wseq, rob_ring, r, seq, rob_ptr, rob, d):
-    """Whether register slot ``r`` (> 0) holds a retired value at cycle ``d``: never written, written more
-    than ``rob`` instructions ago (so retired before ``d``: ``d >= r[seq - rob]``), or its writer's
-    retirement (in the ROB ring, whose slot ``rob_ptr`` is instruction ``seq``'s) is by ``d``."""
-    k = seq - reg_wseq[U64(r)]        # never written (-1): k > seq >= ... treated as long retired
-    if k > rob:
-        k = rob
-    j = rob_ptr - k
-    if j < 0:
-        j += rob
-    return (k == rob) | (rob_ring[U64(j)] <= d)
-
-
-@njit(cache=True, inline="always")
-def _among(r, q1, q2, q3, q4):
-    return r == q1 or r == q2 or r == q3 or r == q4
-
-
-@njit(cache=True, inline="always")
-def _port_needs(reg_wseq, rob_ring, r1, r2, ra, same, q1, q2, q3, q4, seq, rob_ptr, rob, d):
+def _port_needs(reg_retired, reg_port, r1, r2, ra, u1, u2, ua, d):
     """Which of the sources (slots > 0; a register named twice counts once) need a read port at cycle
-    ``d``: retired by then, and not among ``q1..q4`` when those are cycle ``d``'s reads (``same``)."""
-    n1 = r1 > 0 and not (same and _among(r1, q1, q2, q3, q4)) and _in_rrf(reg_wseq, rob_ring, r1, seq, rob_ptr,
-                                                                          rob, d)
-    n2 = r2 > 0 and r2 != r1 and not (same and _among(r2, q1, q2, q3, q4)) and \
-        _in_rrf(reg_wseq, rob_ring, r2, seq, rob_ptr, rob, d)
-    n3 = ra > 0 and ra != r1 and ra != r2 and not (same and _among(ra, q1, q2, q3, q4)) and \
-        _in_rrf(reg_wseq, rob_ring, ra, seq, rob_ptr, rob, d)
+    ``d``: their last writer has retired by then (``reg_retired``: its retirement cycle; never written:
+    long ago), and they have not been read through a port in cycle ``d`` already (``reg_port``: the
+    cycle of a register's latest port read; dispatch cycles never decrease, so a stamp equal to ``d`` is
+    a read in cycle ``d``)."""
+    n1 = r1 > 0 and reg_port[u1] != d and reg_retired[u1] <= d
+    n2 = r2 > 0 and r2 != r1 and reg_port[u2] != d and reg_retired[u2] <= d
+    n3 = ra > 0 and ra != r1 and ra != r2 and reg_port[ua] != d and reg_retired[ua] <= d
     return n1, n2, n3
-
-
-@njit(cache=True, inline="always")
-def _read(r, k, q1, q2, q3, q4):
-    """The cycle's port-read registers with ``r`` as its ``k``-th read (``k`` < MAX_READ_PORTS)."""
-    if k == 0:
-        return r, 0, 0, 0
-    if k == 1:
-        return q1, r, q3, q4
-    if k == 2:
-        return q1, q2, r, q4
-    return q1, q2, q3, r
 
 
 # ============================================================================ helpers
@@ -329,7 +298,8 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 
 # ============================================================================ the kernel
 @njit(cache=True)
-def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq,
+def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq, reg_retired,
+             reg_port,
              ring_tag, ring_cnt, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
              start, stop, until_cycle, rec):
@@ -342,6 +312,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         raw.i64(lq_ring), raw.i64(sq_ring)
     fq_ring, reg_ready, reg_partial, reg_wseq = raw.i64(fq_ring), raw.i64(reg_ready), raw.i64(reg_partial), \
         raw.i64(reg_wseq)
+    reg_retired, reg_port = raw.i64(reg_retired), raw.i64(reg_port)
     ring_tag, ring_cnt, ufree, mshr, opcount = raw.i64(ring_tag), raw.i16(ring_cnt), raw.i64(ufree), \
         raw.i64(mshr), raw.i64(opcount)
     bht, btb, ras, bp, CT, CS = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp), raw.i64(CT), raw.i64(CS)
@@ -418,7 +389,6 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     partial_max = S[S_PARTIAL_MAX]
     port_cycle = S[S_PORT_CYCLE]
     port_used = S[S_PORT_USED]
-    q1, q2, q3, q4 = S[S_PORT_Q1], S[S_PORT_Q2], S[S_PORT_Q3], S[S_PORT_Q4]
 
     i = start
     while i < stop:
@@ -551,12 +521,10 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 dcause = V.CS_RAT
                 CT[V.CT_RAT_EVENTS] += 1
         if RPORTS > 0:
-            # the retired sources not yet read in cycle d (q1..q4: the registers read through a port in
-            # port_cycle; a register named twice is read once)
-            same = port_cycle == d
-            n1, n2, n3 = _port_needs(reg_wseq, rob_ring, r1, r2, ra, same, q1, q2, q3, q4, seq, rob_ptr, ROB, d)
+            # the retired sources not yet read through a port in cycle d
+            n1, n2, n3 = _port_needs(reg_retired, reg_port, r1, r2, ra, u1, u2, ua, d)
             if n1 or n2 or n3:
-                if same and port_used + np.int64(n1) + np.int64(n2) + np.int64(n3) > RPORTS:
+                if port_cycle == d and port_used + np.int64(n1) + np.int64(n2) + np.int64(n3) > RPORTS:
                     # the reads do not fit beside this cycle's: rename the cycle after, reading them all
                     d += 1
                     if d > b_rat:
@@ -564,20 +532,18 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                     dcause = V.CS_RAT
                     CT[V.CT_RAT_EVENTS] += 1
                     CT[V.CT_PORT_EVENTS] += 1
-                    same = False
-                    n1, n2, n3 = _port_needs(reg_wseq, rob_ring, r1, r2, ra, same, q1, q2, q3, q4, seq, rob_ptr,
-                                             ROB, d)
-                if not same:
+                    n1, n2, n3 = _port_needs(reg_retired, reg_port, r1, r2, ra, u1, u2, ua, d)
+                if port_cycle != d:
                     port_cycle = d
                     port_used = 0
                 if n1:
-                    q1, q2, q3, q4 = _read(r1, port_used, q1, q2, q3, q4)
+                    reg_port[u1] = d
                     port_used += 1
                 if n2:
-                    q1, q2, q3, q4 = _read(r2, port_used, q1, q2, q3, q4)
+                    reg_port[u2] = d
                     port_used += 1
                 if n3:
-                    q1, q2, q3, q4 = _read(ra, port_used, q1, q2, q3, q4)
+                    reg_port[ua] = d
                     port_used += 1
         # dispatch-side stall accounting: front-end starvation first, then resources in priority order
         if fr > slot:
@@ -850,6 +816,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         if dst > 0:
             reg_ready[udst] = c
             reg_wseq[udst] = seq
+            reg_retired[udst] = r
         if rat_on:
             # partial_max: the latest retirement of any pending partial write (no RAT check needed
             # while the candidate dispatch cycle is past it)
@@ -906,7 +873,6 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     S[S_PARTIAL_MAX] = partial_max
     S[S_PORT_CYCLE] = port_cycle
     S[S_PORT_USED] = port_used
-    S[S_PORT_Q1], S[S_PORT_Q2], S[S_PORT_Q3], S[S_PORT_Q4] = q1, q2, q3, q4
     return i - start
 
 
