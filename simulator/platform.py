@@ -63,7 +63,7 @@ class Core(_Strict):
     rename_registers: PositiveInt
     register_read_ports: NonNegativeInt = Field(
         0, description="reads of retired register values per cycle at rename (P6-family ROB read ports; "
-                       "0: unlimited, else 3 or 4)")
+                       "0: unlimited, else at least 3)")
     pipeline_depth: PositiveInt
     mispredict_penalty: PositiveInt
     agi_penalty: NonNegativeInt = 0
@@ -76,9 +76,9 @@ class Core(_Strict):
         if self.register_read_ports and self.kind == "in_order":
             raise ValueError(f"register_read_ports applies to out-of-order cores (the P6 family's ROB read ports); "
                              f"this core is in order: set 0, got {self.register_read_ports}")
-        if self.register_read_ports and not 3 <= self.register_read_ports <= 4:
-            raise ValueError(f"register_read_ports must be 0 (unlimited), 3 or 4 (an instruction reads up to three "
-                             f"registers; the model tracks four reads a cycle), got {self.register_read_ports}")
+        if self.register_read_ports and self.register_read_ports < 3:
+            raise ValueError(f"register_read_ports must be 0 (unlimited) or at least 3 (an instruction reads up to "
+                             f"three registers, and the model renames it in one cycle), got {self.register_read_ports}")
         return self
 
 

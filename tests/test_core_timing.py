@@ -29,6 +29,7 @@ CONFIGS = {
     "nehalem-small": ("nehalem", SMALL),
     "nehalem-agi": ("nehalem", SMALL + ("core.agi_penalty=3", "core.agi_distance=2")),
     "harpertown-small": ("harpertown", SMALL + ("core.units.idiv.count=2",)),
+    "westmere-small-6ports": ("westmere", SMALL + ("core.register_read_ports=6",)),
     "westmere": ("westmere", ()),
     "mpc7447a": ("mpc7447a", ()),
     "mpc7447a-small": ("mpc7447a", SMALL + ("core.retire_width=1",)),
