@@ -1,6 +1,7 @@
 """The SimPy sampling engine: the log of open/read times, and per-interval deltas, against a fake machine;
 several schedules over one run, on the fake machine and a simulated one."""
 
+import numpy as np
 import pytest
 
 from whatif.simulator.errors import SimulatorInputError
@@ -23,8 +24,11 @@ class CountingMachine:
         self.cycle = min(cycle, self.total)
         return cycle <= self.total
 
-    def counters(self):
-        return {"cycles": self.cycle, "instructions": self.cycle // 2}
+    def counter_words(self):
+        return np.array([self.cycle, self.cycle // 2])
+
+    def counter_columns(self, words):
+        return {"cycles": words[:, 0], "instructions": words[:, 1]}
 
 
 def test_intervals_follow_delay_period_and_interval():
