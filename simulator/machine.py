@@ -255,8 +255,9 @@ class Machine:
     def counter_words(self) -> np.ndarray:
         """The raw words of every integer counter of :meth:`counters` (the core's, the memory hierarchy's
         counter rows, the OS counts) in one int64 vector, to be differenced and turned into counters by
-        :meth:`counter_columns`: a sampled run reads the counters around each of thousands of units, and
-        a copy costs a few microseconds where :meth:`counters` costs a hundred."""
+        :meth:`counter_columns`: a sampled run reads the counters around each of thousands of units, the
+        sampling engine around each interval, and a copy costs a few microseconds where :meth:`counters`
+        costs a hundred."""
         return np.concatenate((self.core.CT, self.memory.counter_words(),
                                np.array([self.os_instructions, self.os_ticks, self.os_cycles], np.int64)))
 
