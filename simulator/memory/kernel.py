@@ -58,21 +58,26 @@ from whatif.simulator.memory.state import (  # noqa: F401  (re-exported: the lay
     G_ITLB0, G_ITLB1, G_IWALK_LEVELS, G_L1D, G_L1I, G_MAPPING, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS, G_PTE_BYTES, G_SALT,
     G_ST_N, G_WALK_BITS, G_WALK_CACHED, G_WALK_KIND, G_WALK_LEVEL, G_WALK_LEVELS, G_WALK_POLLUTE, HTAB_BASE, I64, K_IFETCH,
     K_LOAD, K_MODIFY, K_STORE, M_PS, M_VD, MAX_LEVELS, MAX_TLBS, MEMROW, MW, N0, NCOL, NSRC, PF_IP_STRIDE,
-    PF_WAIT_MAX, PF_WITHIN_SHIFT, PT_BASE, S_LEVEL, S_NMISSED, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR, SCR_LEVEL,
+    PF_WAIT_MAX, PF_WITHIN_SHIFT, PT_BASE, S_LEVEL, S_NMISSED, S_P0, S_TLB, S_WALK_CYCLES, S_WALK_LOADS, SCR, SCR_LEVEL,
     SCR_TLB, SCR_NOW, SCR_PF_N, SCR_PF_REC0, SCR_WALK_CYCLES, SCR_WALK_LOADS, SRC_IFETCH, SRC_LOAD, SRC_STORE,
-    SRC_WALK, T_BITS0, T_NSETS, T_PLRU0, T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK, TN_MISS,
-    TN_WALK_ACC, TN_WALK_MEM, TN_WALKS, TROW0, U64, EMPTY, MemState, Views, _add, _cfg, _find, _ld, _ldu, _mix64,
-    _plru_touch, _plru_victim, _rand, _sector_mask, _set_of, _st, _var, unmanaged, views)
+    SRC_WALK, T_BITS0, T_FRAME0, T_NSETS, T_PLRU0, T_POLICY, T_STAMP0, T_TAG0, T_WAY_BITS, T_WAYS, TN_ACC, TN_CLOCK,
+    TN_MISS, TN_WALK_ACC, TN_WALK_MEM, TN_WALKS, TROW0, U64, EMPTY, MemState, Views, _add, _cfg, _find, _ld, _ldu,
+    _mix64, _plru_touch, _plru_victim, _rand, _sector_mask, _set_of, _st, _var, unmanaged, views)
 
 
 # ============================================================================ translation
 @njit(cache=True, inline="always")
-def phys(s, vaddr, page_bits):
+def frame_of(s, vpn):
+    """The physical frame the OS gave virtual page ``vpn``."""
     if _cfg(s, G_MAPPING) == 0:
-        return vaddr
+        return vpn
+    return _mix64(vpn ^ U64(_cfg(s, G_SALT))) & U64(0xFFFFFFFFF)     # 36-bit frame numbers
+
+
+@njit(cache=True, inline="always")
+def phys(s, vaddr, page_bits):
     pb = U64(page_bits)
-    pfn = _mix64((vaddr >> pb) ^ U64(_cfg(s, G_SALT))) & U64(0xFFFFFFFFF)     # 36-bit frame numbers
-    return (pfn << pb) | (vaddr & ((U64(1) << pb) - U64(1)))
+    return (frame_of(s, vaddr >> pb) << pb) | (vaddr & ((U64(1) << pb) - U64(1)))
 
 
 @njit(cache=True, inline="always")
@@ -126,6 +131,7 @@ def _tlb_lookup(s, t, vpn):
         if policy == 1:
             _plru_touch(s, _cfg(s, c + T_PLRU0), bits, victim)
     _st(s, tag0 + victim, vpn)
+    _st(s, _cfg(s, c + T_FRAME0) + set_id * ways + victim, frame_of(s, vpn))
     return False
 
 
@@ -308,13 +314,15 @@ def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
         size = 1
     vlast = vaddr + U64(size - 1)
     pb = U64(page_bits)
-    prefetch_sets(s, lvl, phys(s, vaddr, page_bits))      # host-cache hint: the data sets, during translation
+    p0 = phys(s, vaddr, page_bits)
+    _st(s, SCR + S_P0, p0)
+    prefetch_sets(s, lvl, p0)      # host-cache hint: the data sets, during translation
     tlb = 0
     if t0 >= 0:
         for k in range(1 if (vlast >> pb) == (vaddr >> pb) else 2):
             tlb = max(tlb, translate(s, vaddr if k == 0 else vlast, t0, t1, page_bits))
     _st(s, SCR + S_TLB, tlb)
-    return _cache_access(s, lvl, phys(s, vaddr, page_bits), phys(s, vlast, page_bits), src, write, page_bits)
+    return _cache_access(s, lvl, p0, phys(s, vlast, page_bits), src, write, page_bits)
 
 
 @njit(cache=True, inline="always")
@@ -338,7 +346,9 @@ def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
             _st(s, SCR + S_TLB, 0)
             _st(s, SCR + S_WALK_LOADS, 0)
             _st(s, SCR + S_WALK_CYCLES, 0)
-            p0 = phys(s, vaddr, page_bits)
+            # (the frame from the entry: the mapping's hash was paid when the entry was installed)
+            p0 = (_ldu(s, _cfg(s, tc + T_FRAME0) + tset * tways + tw) << pb) | (vaddr & ((U64(1) << pb) - U64(1)))
+            _st(s, SCR + S_P0, p0)
             if not _hit(s, lvl, p0, size, src, write):
                 return _cache_access(s, lvl, p0, p0 + U64(size - 1), _var(src), _var(write), page_bits)   # the same page: the same frame
             if _ld(s, SCR + S_NMISSED) != 0:          # a hit on a prefetched line at a tagged prefetcher
@@ -363,7 +373,7 @@ def _train_prefetchers(s, vaddr, pc):
     lvl = _cfg(s, G_L1D)
     while lvl >= 0:
         if _cfg(s, C0 + lvl * NCOL + C_PF_KIND) & PF_IP_STRIDE:
-            train_ip_stride(s, lvl, pc, phys(s, vaddr, _cfg(s, G_PAGE_BITS)))
+            train_ip_stride(s, lvl, pc, _ldu(s, SCR + S_P0))       # phys(vaddr), as the access left it
         lvl = _cfg(s, C0 + lvl * NCOL + C_NEXT)
 
 

@@ -98,7 +98,8 @@ C_ST0, C_ST_N, C_ST_DIST = C_PF_BUSY0 + 1, C_PF_BUSY0 + 2, C_PF_BUSY0 + 3   # st
                                       # streams (table entries), lines it runs ahead of the access at most
 
 # ---- TLB configuration columns (C row = TROW0 + t) ---------------------------------------------
-T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT = range(9)
+T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT, T_FRAME0 = range(10)
+# T_FRAME0: beside each entry's page number, its physical frame (a hit translates without the mapping's hash)
 
 # ---- cache counters (N row = level) ---------------------------------------------------------------
 CN_ACC, CN_MISS = 0, NSRC         # 0..5 accesses by source, 6..11 misses by source
@@ -112,7 +113,8 @@ TN_ACC, TN_MISS, TN_WALKS, TN_WALK_ACC, TN_WALK_MEM, TN_CLOCK = range(6)
 MEM_WRITES = NSRC
 
 # ---- scratch row (N row SCRROW) -------------------------------------------------------------------
-S_NMISSED, S_LEVEL, S_TLB, S_WALK_LOADS, S_WALK_CYCLES, S_FILL_SLOT, S_NOW = range(7)
+S_NMISSED, S_LEVEL, S_TLB, S_WALK_LOADS, S_WALK_CYCLES, S_FILL_SLOT, S_NOW, S_P0 = range(8)
+# S_P0: the physical address of the last demand access's first byte (the IP prefetcher trains on it)
 S_MISSED = 8                      # 8..15 levels missed by the last demand request, 16..23 their lines
 S_MISSED_LINE = 16
 S_PF_N = 24                       # prefetches into the top data level during the last data access, and
