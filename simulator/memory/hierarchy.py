@@ -169,7 +169,6 @@ class MemoryHierarchy:
             empty.append((C[row, L.T_TAG0], spec.entries + 4))
             self._tlb_tags.append((int(C[row, L.T_TAG0]), spec.entries + 4))
             C[row, L.T_STAMP0] = region(spec.entries)
-            C[row, L.T_FRAME0] = region(spec.entries)
             C[row, L.T_BITS0] = region(sets)
             if spec.replacement == "plru":
                 C[row, L.T_PLRU0] = region(2 * spec.associativity)

@@ -98,8 +98,7 @@ C_ST0, C_ST_N, C_ST_DIST = C_PF_BUSY0 + 1, C_PF_BUSY0 + 2, C_PF_BUSY0 + 3   # st
                                       # streams (table entries), lines it runs ahead of the access at most
 
 # ---- TLB configuration columns (C row = TROW0 + t) ---------------------------------------------
-T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT, T_FRAME0 = range(10)
-# T_FRAME0: beside each entry's page number, its physical frame (a hit translates without the mapping's hash)
+T_TAG0, T_STAMP0, T_BITS0, T_PLRU0, T_NSETS, T_WAYS, T_POLICY, T_WAY_BITS, T_LAT = range(9)
 
 # ---- cache counters (N row = level) ---------------------------------------------------------------
 CN_ACC, CN_MISS = 0, NSRC         # 0..5 accesses by source, 6..11 misses by source
