@@ -147,3 +147,27 @@ def test_program_change_measures_what_changed():
     more_loads = program_change(a, build_program(ref(spec(mix={"load": 0.2525, "other": 0.4175})).spec, X86, 1))
     assert more_loads["structure"] == more_loads["lengths"] == 0.0
     assert 0.0 < more_loads["class"] < 0.02
+
+
+def test_program_change_matches_instructions_by_their_place():
+    """A block one instruction shorter (the synthesiser drops the last instruction before its control
+    transfer) changes that instruction only: ``lengths`` is its weight, and the instructions after it in
+    the function (laid out one place earlier) count as unchanged, where a comparison by position would
+    call their classes and producers changed."""
+    a = build_program(ref().spec, X86, 1)
+    share = a.weight / a.weight.sum()
+    straight = np.isin(a.kind, (K.K_PLAIN, K.K_MEM, K.K_ADV))
+    same_block = np.concatenate([a.block[1:] == a.block[:-1], [False]])
+    rows = function_slices(a)
+    # stores (they write no register, so no producer changes with them) last before their block's control
+    # transfer, with more of the function after them
+    cand = [k for k in np.flatnonzero((a.op == 5) & (a.dst < 0) & same_block & ~np.concatenate([straight[1:], [True]]))
+            if rows[(a.phase[k], a.func[k])].stop - k > 3]
+    k = max(cand, key=lambda i: share[i])
+    assert share[k] > 0
+    per_instruction = {f.name: np.delete(getattr(a, f.name), k) for f in dataclasses.fields(a)
+                       if isinstance(getattr(a, f.name), np.ndarray) and len(getattr(a, f.name)) == len(a)}
+    b = dataclasses.replace(a, **per_instruction)
+    got = program_change(a, b)
+    assert got["lengths"] == pytest.approx(share[k])
+    assert got["structure"] == got["class"] == got["stream"] == got["dataflow"] == 0.0

@@ -8,11 +8,16 @@ the executed instructions) that changed:
 * ``structure``: in functions whose control-transfer sequence (walk kinds, fixed trip counts) changed,
   the instructions from the first control transfer that differs on (a function one branch longer grows
   at its end and keeps its head);
-* ``lengths``: functions of the same structure with some block longer or shorter;
-* in the functions that kept both, instructions whose operation class changed (``class``), loads and
-  stores bound to another stream (``stream``), and instructions of an unchanged class whose sources read
-  producers at other distances in their function (``dataflow``; a producer further back than ``FAR``, or
-  none, counts as one "far" distance).
+* in the functions of the same structure, instructions are matched by their place in the source (their
+  block's key and their number in the block, the key the synthesiser deals them by; a block's control
+  transfer is matched with the other's control transfer), so a block one instruction longer changes
+  that one instruction, not the ones after it:
+* ``lengths``: instructions one program has and the other lacks (a block one instruction longer or
+  shorter), each program's by its own weight;
+* of the matched instructions, those whose operation class changed (``class``), loads and stores bound
+  to another stream (``stream``), and instructions of an unchanged class some source of which reads
+  another producer (matched by place; a producer further back than ``FAR`` in the function, or none,
+  counts as one "far" producer: ``dataflow``).
 
 ``tests/benchmarks/bench_synth_stability.py`` prints it for the planted families' one-parameter changes.
 """
@@ -22,10 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from whatif.simulator.synth import kernel as K
+from whatif.simulator.synth.program import instruction_key
 
 FAR = 32                  # a producer further back than this (or none) is "far"
 STRAIGHT = (K.K_PLAIN, K.K_MEM, K.K_ADV)
 CHANGES = ("structure", "lengths", "class", "stream", "dataflow")
+END = 511                 # the place number of a block's control transfer (blocks are shorter: MAX_BLOCK)
 
 
 def function_slices(prog) -> dict[tuple[int, int], slice]:
@@ -33,20 +40,40 @@ def function_slices(prog) -> dict[tuple[int, int], slice]:
     return {(r.phase, r.func): slice(r.first, r.first + r.count) for r in prog.methods().itertuples()}
 
 
-def producer_distances(prog, sl: slice) -> np.ndarray:
-    """(instructions, 3): how far back in the function each source (src1, src2, areg) was written; FAR + 1
-    for a producer beyond FAR or none."""
+def producers(prog, sl: slice) -> np.ndarray:
+    """(instructions, 3): the instruction (its index in the function) that last wrote each source (src1,
+    src2, areg) at most ``FAR`` instructions back in the function; -1 for a producer further back or none."""
     dst, srcs = prog.dst[sl], (prog.src1[sl], prog.src2[sl], prog.areg[sl])
-    out = np.full((len(dst), 3), FAR + 1, np.int64)
+    out = np.full((len(dst), 3), -1, np.int64)
     last: dict[int, int] = {}
     for k in range(len(dst)):
         for c, s in enumerate(srcs):
             r = int(s[k])
             if r >= 0 and r in last and k - last[r] <= FAR:
-                out[k, c] = k - last[r]
+                out[k, c] = last[r]
         if dst[k] >= 0:
             last[int(dst[k])] = k
     return out
+
+
+def producer_distances(prog, sl: slice) -> np.ndarray:
+    """(instructions, 3): how far back in the function each source (src1, src2, areg) was written; FAR + 1
+    for a producer beyond FAR or none."""
+    prod = producers(prog, sl)
+    return np.where(prod >= 0, np.arange(len(prod))[:, None] - prod, FAR + 1)
+
+
+def places(prog, sl: slice) -> np.ndarray:
+    """The source place of each instruction of the function ``sl``: its block's key and its number in the
+    block (``END`` for the block's control transfer), which a block that grows or shrinks leaves alone for
+    every instruction but the ones it gains or loses."""
+    blk = prog.block[sl]
+    starts = np.flatnonzero(np.concatenate([[True], blk[1:] != blk[:-1]]))
+    ends = np.concatenate([starts[1:], [len(blk)]])
+    number = np.arange(len(blk)) - np.repeat(starts, ends - starts)
+    ctl = ~np.isin(prog.kind[sl][ends - 1], STRAIGHT)
+    number[ends[ctl] - 1] = END
+    return instruction_key(prog.codes[int(prog.phase[sl.start])].b_key[blk], number)
 
 
 def control(prog, sl: slice) -> tuple[bytes, bytes]:
@@ -54,13 +81,6 @@ def control(prog, sl: slice) -> tuple[bytes, bytes]:
     k = prog.kind[sl]
     ctl = ~np.isin(k, STRAIGHT)
     return k[ctl].tobytes(), np.where(k[ctl] == K.K_LOOP_FIXED, prog.arg[sl][ctl], 0).tobytes()
-
-
-def block_lengths(prog, sl: slice) -> np.ndarray:
-    """The lengths of the function's blocks, in layout order."""
-    blk = prog.block[sl]
-    starts = np.flatnonzero(np.concatenate([[True], blk[1:] != blk[:-1]]))
-    return np.diff(np.concatenate([starts, [len(blk)]]))
 
 
 def first_difference(a, sa: slice, b, sb: slice | None) -> int:
@@ -83,22 +103,29 @@ def first_difference(a, sa: slice, b, sb: slice | None) -> int:
 
 def program_change(a, b) -> dict[str, float]:
     """Shares of ``a``'s dynamic weight changed in ``b``, by kind of change (see the module docstring)."""
-    total = float(a.weight.sum())
+    total_a, total_b = float(a.weight.sum()), float(b.weight.sum())
     fa, fb = function_slices(a), function_slices(b)
     out = dict.fromkeys(CHANGES, 0.0)
     for key, sa in fa.items():
         sb = fb.get(key)
-        w = a.weight[sa]
+        w = a.weight[sa] / total_a
         if sb is None or control(a, sa) != control(b, sb):
             out["structure"] += float(w[first_difference(a, sa, b, sb):].sum())
             continue
-        if not np.array_equal(block_lengths(a, sa), block_lengths(b, sb)):
-            out["lengths"] += float(w.sum())       # same structure, some block longer or shorter
-            continue
-        same = a.op[sa] == b.op[sb]
-        out["class"] += float(w[~same].sum())
-        mem = same & np.isin(a.kind[sa], (K.K_MEM, K.K_ADV))
-        out["stream"] += float(w[mem & (a.arg[sa] != b.arg[sb])].sum())
-        moved = (producer_distances(a, sa) != producer_distances(b, sb)).any(axis=1)
-        out["dataflow"] += float(w[same & moved].sum())
-    return {k: v / total for k, v in out.items()}
+        pa, pb = places(a, sa), places(b, sb)
+        order = np.argsort(pb, kind="stable")
+        at = order[np.minimum(np.searchsorted(pb[order], pa), len(pb) - 1)]
+        hit = pb[at] == pa                     # a's instruction is b's instruction at[k]
+        gained = np.ones(len(pb), bool)
+        gained[at[hit]] = False
+        out["lengths"] += float(w[~hit].sum()) + float(b.weight[sb][gained].sum()) / total_b
+        ia, ib = np.flatnonzero(hit), at[hit]
+        wm = w[ia]
+        same = a.op[sa][ia] == b.op[sb][ib]
+        out["class"] += float(wm[~same].sum())
+        mem = same & np.isin(a.kind[sa][ia], (K.K_MEM, K.K_ADV))
+        out["stream"] += float(wm[mem & (a.arg[sa][ia] != b.arg[sb][ib])].sum())
+        qa, qb = producers(a, sa)[ia], producers(b, sb)[ib]
+        moved = (np.where(qa >= 0, pa[qa], -1) != np.where(qb >= 0, pb[qb], -1)).any(axis=1)
+        out["dataflow"] += float(wm[same & moved].sum())
+    return out

@@ -101,7 +101,7 @@ def main() -> None:
     isa = isa_for(args.isa)
     platform = load_platform(args.platform) if args.platform else None
     print(f"{args.isa}, program seed {args.seed}; shares of the dynamic weight changed "
-          f"(structure, block lengths, then class / stream / dataflow in functions that kept both), beside the moved share"
+          f"(structure; instructions gained or lost in blocks; then, of the instructions matched by their place in the source, class / stream / dataflow), beside the moved share"
           + (f"; on {platform.name}: CPI change and signature rho against the unchanged description" if platform else ""))
     print(f"{'workload':18s} {'change':18s} {'moved':>7s} {'structure':>10s} {'lengths':>8s} {'class':>7s} {'stream':>7s} {'dataflow':>9s}"
           + (f" {'CPI':>7s} {'rho':>5s}" if platform else ""))
