@@ -9,7 +9,12 @@ description (program seeds 1..N), each run once with the same run seed under the
 warm-up.  A row passes when the binaries' CPI has a coefficient of variation of at most 5 % and their stall
 signatures (seed 002's r(CPI, stall) rows, as the similarity engine computes them) agree with a median
 Spearman rho of at least 0.8 over the binary pairs.  Full mode: every CINT2006 workload, five binaries,
-6 M instructions after 2 M; quick: four workloads, three binaries, 1.5 M after 0.5 M.
+24 M instructions after 2 M; quick: four workloads, three binaries, 1.5 M after 0.5 M.  The full runs
+are that long because a signature is a rank order of five correlations, each known to about
+1 / sqrt(intervals): at 6 M (~400 intervals on Westmere, +-0.05) 400.perlbench's components lie within 0.1
+of each other there, and five runs of one binary (program seed 1, run seeds 1000-1004) agreed only to a
+median rho of 0.40, so the check could not tell binaries from repeats; at 24 M the same five runs agree
+to 1.00.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ RUN_SEED = 20261127
 QUICK_WORKLOADS = ("cint2006/462.libquantum", "cint2006/456.hmmer", "cint2006/401.bzip2", "cint2006/445.gobmk")
 # seed 002's sampling schedule [s_d, s_p, s_i] in its seconds, time-scaled to the runs' length
 SIZES = {True: dict(binaries=3, instructions=1_500_000, warmup=500_000, time_scale=1e-6),
-         False: dict(binaries=5, instructions=6_000_000, warmup=2_000_000, time_scale=1e-6)}
+         False: dict(binaries=5, instructions=24_000_000, warmup=2_000_000, time_scale=1e-6)}
 
 
 def workloads(quick: bool) -> tuple[str, ...]:
