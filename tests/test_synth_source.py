@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from whatif.simulator.isa import isa_for
 from whatif.simulator.synth import kernel as K
-from whatif.simulator.synth.compare import (CHANGES, FAR, control as structure_of, function_slices,
+from whatif.simulator.synth.compare import (CHANGES, FAR, control as structure_of, function_slices, stream_shares,
                                             producer_distances, program_change)
 from whatif.simulator.synth.program import build_program
 from whatif.simulator.synth.structure import SourceDraws
@@ -171,3 +171,28 @@ def test_program_change_matches_instructions_by_their_place():
     got = program_change(a, b)
     assert got["lengths"] == pytest.approx(share[k])
     assert got["structure"] == got["class"] == got["stream"] == got["dataflow"] == 0.0
+
+
+
+def test_stream_shares_are_the_accesses_by_weight():
+    """``stream_shares`` (bench_synth_stability.py's realisation check): per phase and access kind the realised
+    shares sum to 1 and the described ones are the description's normalised weights; binding the hottest load
+    to another stream moves exactly its share of the phase's load weight from one stream to the other."""
+    a = build_program(ref().spec, X86, 1)
+    rows = stream_shares(a)
+    for p in set(r[0] for r in rows):
+        for kind in ("load", "store"):
+            sel = [r for r in rows if r[0] == p and r[1] == kind]
+            assert sum(r[4] for r in sel) == pytest.approx(1.0) and sum(r[3] for r in sel) == pytest.approx(1.0)
+    loads = np.flatnonzero(np.isin(a.kind, (K.K_MEM, K.K_ADV)) & (a.op == 4))
+    hot = loads[np.argmax(a.weight[loads])]
+    p, old = int(a.phase[hot]), int(a.arg[hot])
+    new = (old + 1) % len(a.streams.names)
+    share = a.weight[hot] / a.weight[loads[a.phase[loads] == p]].sum()
+    arg = a.arg.copy()
+    arg[hot] = new
+    before = {r[2]: r[4] for r in rows if r[0] == p and r[1] == "load"}
+    after = {r[2]: r[4] for r in stream_shares(dataclasses.replace(a, arg=arg)) if r[0] == p and r[1] == "load"}
+    names = a.streams.names
+    assert after[names[old]] == pytest.approx(before[names[old]] - share)
+    assert after[names[new]] == pytest.approx(before[names[new]] + share)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from whatif.simulator.isa import OP_LOAD, OP_STORE
 from whatif.simulator.synth import kernel as K
 from whatif.simulator.synth.program import instruction_key
 
@@ -128,4 +129,24 @@ def program_change(a, b) -> dict[str, float]:
         qa, qb = producers(a, sa)[ia], producers(b, sb)[ib]
         moved = (np.where(qa >= 0, pa[qa], -1) != np.where(qb >= 0, pb[qb], -1)).any(axis=1)
         out["dataflow"] += float(wm[same & moved].sum())
+    return out
+
+
+def stream_shares(prog) -> list[tuple[int, str, str, float, float]]:
+    """Per phase, access kind (``load``, ``store``) and stream: (phase, kind, stream, described share, expected
+    dynamic share in the program), the latter weighting each load or store by ``StaticProgram.weight``.  A
+    description's stream weights are what its accesses should realise; a rare stream dealt one hot
+    instruction realises a multiple of its share."""
+    out = []
+    mem = np.isin(prog.kind, (K.K_MEM, K.K_ADV))
+    for p, params in enumerate(prog.phases):
+        for kind, opc, weights in (("load", OP_LOAD, params.load_weights), ("store", OP_STORE, params.store_weights)):
+            sel = mem & (prog.phase == p) & (prog.op == opc)
+            total_w = float(prog.weight[sel].sum())
+            described = np.array([weights.get(name, 0.0) for name in prog.streams.names], dtype=float)
+            if total_w <= 0 or described.sum() <= 0:
+                continue
+            got = np.bincount(prog.arg[sel], weights=prog.weight[sel], minlength=len(described)) / total_w
+            for j, name in enumerate(prog.streams.names):
+                out.append((p, kind, name, float(described[j] / described.sum()), float(got[j])))
     return out
