@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from whatif.simulator.isa import isa_for
+from whatif.simulator.isa import OP_LOAD, OP_STORE, isa_for
 from whatif.simulator.synth import kernel as K
-from whatif.simulator.synth.compare import (CHANGES, FAR, control as structure_of, function_slices, stream_shares,
-                                            producer_distances, program_change)
+from whatif.simulator.synth.compare import (CHANGES, FAR, STRAIGHT, control as structure_of, function_slices,
+                                            producer_distances, program_change, stream_shares)
 from whatif.simulator.synth.program import build_program
 from whatif.simulator.synth.structure import SourceDraws
 from test_synth_cases import ref, spec
@@ -156,12 +156,13 @@ def test_program_change_matches_instructions_by_their_place():
     call their classes and producers changed."""
     a = build_program(ref().spec, X86, 1)
     share = a.weight / a.weight.sum()
-    straight = np.isin(a.kind, (K.K_PLAIN, K.K_MEM, K.K_ADV))
+    straight = np.isin(a.kind, STRAIGHT)
     same_block = np.concatenate([a.block[1:] == a.block[:-1], [False]])
     rows = function_slices(a)
     # stores (they write no register, so no producer changes with them) last before their block's control
     # transfer, with more of the function after them
-    cand = [k for k in np.flatnonzero((a.op == 5) & (a.dst < 0) & same_block & ~np.concatenate([straight[1:], [True]]))
+    before_transfer = same_block & ~np.concatenate([straight[1:], [True]])
+    cand = [k for k in np.flatnonzero((a.op == OP_STORE) & (a.dst < 0) & before_transfer)
             if rows[(a.phase[k], a.func[k])].stop - k > 3]
     k = max(cand, key=lambda i: share[i])
     assert share[k] > 0
@@ -171,7 +172,6 @@ def test_program_change_matches_instructions_by_their_place():
     got = program_change(a, b)
     assert got["lengths"] == pytest.approx(share[k])
     assert got["structure"] == got["class"] == got["stream"] == got["dataflow"] == 0.0
-
 
 
 def test_stream_shares_are_the_accesses_by_weight():
@@ -184,7 +184,7 @@ def test_stream_shares_are_the_accesses_by_weight():
         for kind in ("load", "store"):
             sel = [r for r in rows if r[0] == p and r[1] == kind]
             assert sum(r[4] for r in sel) == pytest.approx(1.0) and sum(r[3] for r in sel) == pytest.approx(1.0)
-    loads = np.flatnonzero(np.isin(a.kind, (K.K_MEM, K.K_ADV)) & (a.op == 4))
+    loads = np.flatnonzero(np.isin(a.kind, (K.K_MEM, K.K_ADV)) & (a.op == OP_LOAD))
     hot = loads[np.argmax(a.weight[loads])]
     p, old = int(a.phase[hot]), int(a.arg[hot])
     new = (old + 1) % len(a.streams.names)

@@ -105,7 +105,8 @@ def main() -> None:
     isa = isa_for(args.isa)
     platform = load_platform(args.platform) if args.platform else None
     print(f"{args.isa}, program seed {args.seed}; shares of the dynamic weight changed "
-          f"(structure; instructions gained or lost in blocks; then, of the instructions matched by their place in the source, class / stream / dataflow), beside the moved share"
+          f"(structure; instructions gained or lost in blocks; then, of the instructions matched by their place "
+          f"in the source, class / stream / dataflow), beside the moved share"
           + (f"; on {platform.name}: CPI change and signature rho against the unchanged description" if platform else ""))
     print(f"{'workload':18s} {'change':18s} {'moved':>7s} {'structure':>10s} {'lengths':>8s} {'class':>7s} {'stream':>7s} {'dataflow':>9s}"
           + (f" {'CPI':>7s} {'rho':>5s}" if platform else ""))
@@ -128,9 +129,8 @@ def main() -> None:
                 rhos.append(rho[j + 1])
                 row += f" {cpi[j + 1] / cpi[0] - 1:+7.2%} {rho[j + 1]:5.2f}"
             print(row, flush=True)
-        ratio, (p, kind, stream, want, got) = max(
-            (max(got / want, want / got) if got > 0 else np.inf, row) for row in stream_shares(base)
-            for got, want in [(row[4], row[3])] if want > 0)
+        ratio, (p, kind, stream, want, got) = max((max(r[4] / r[3], r[3] / r[4]) if r[4] > 0 else np.inf, r)
+                                                  for r in stream_shares(base) if r[3] > 0)
         ratios.append(ratio)
         print(f"{'':18s} ({time.perf_counter() - t0:.1f} s; stream shares realised within {ratio:.2f}x of the "
               f"description, the furthest phase {p}'s {kind}s to {stream}: {got:.2%} for {want:.2%})")
