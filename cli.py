@@ -132,15 +132,21 @@ def list_cmd(what: str = typer.Argument(..., help="platforms | scenarios | workl
 
 @app.command("show")
 @command
-def show_cmd(what: str = typer.Argument(..., help="platform"),
-             name: str = typer.Argument(..., help="platform name, e.g. mpc7447a, or a path to a TOML file"),
+def show_cmd(what: str = typer.Argument(..., help="platform | workload"),
+             name: str = typer.Argument(..., help="platform name (mpc7447a) or TOML path; workload name "
+                                                  "(cint2006/429.mcf) or path.toml[:name]"),
              as_json: bool = typer.Option(False, "--json", help="print the resolved description as JSON"),
-             set_: Optional[List[str]] = typer.Option(None, "--set", help="override KEY=VALUE (repeatable)"),
-             sources: bool = typer.Option(False, "--sources", help="each value's source (or estimate mark)")) -> None:
-    """Show a platform description (resolved, with overrides applied)."""
+             set_: Optional[List[str]] = typer.Option(None, "--set", help="platform: override KEY=VALUE "
+                                                                          "(repeatable)"),
+             sources: bool = typer.Option(False, "--sources", help="platform: each value's source (or estimate "
+                                                                   "mark)"),
+             isa: str = typer.Option("x86_64", "--isa", help="workload: the ISA its program is synthesised for "
+                                                             "(x86_64, powerpc32, z/Architecture)")) -> None:
+    """Show a platform description (resolved, with overrides applied), or a workload description beside what
+    its synthesised program realises, phase by phase."""
     from whatif.scenarios.commands import catalog
 
-    doc, text = catalog.show(what, name, set_ or [], sources=sources)
+    doc, text = catalog.show(what, name, set_ or [], sources=sources, isa=isa)
     if as_json:
         echo_json(doc)
     else:

@@ -89,6 +89,48 @@ def test_show_platform_json_paths_are_exactly_settable():
     assert load_platform("mpc7447a", ["l2.size_kb=1024"]).caches["L2"].size_kb == 1024
 
 
+def test_show_workload_sets_what_its_program_realises_beside_the_description():
+    """``show workload``: per phase the described mix and stream shares beside the program's expected dynamic
+    ones, and a flag on each share realised beyond 2x either way.  429.mcf's third phase has two stores that
+    carry 93 % of its stores, so its stack stores realise 0.5 % for a described 15 %: flagged, with the
+    heaviest store's share that explains it; the mix is met in every phase."""
+    result = invoke("show", "workload", "cint2006/429.mcf", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["workload"] == "cint2006/429.mcf" and doc["isa"] == "x86_64"
+    assert [p["name"] for p in doc["phases"]] == [p["name"] for p in doc["description"]["phases"]]
+    for ph in doc["phases"]:
+        assert all(abs(v["realised"] - v["described"]) < 0.01 for v in ph["mix"].values())
+        for kind in ("load", "store"):
+            rows = [r for r in ph["streams"] if r["kind"] == kind]
+            assert sum(r["realised"] for r in rows) == pytest.approx(1.0)
+            assert sum(r["described"] for r in rows) == pytest.approx(1.0)
+        for r in ph["streams"]:
+            assert r["flagged"] == (not r["described"] / 2 <= r["realised"] <= 2 * r["described"])
+    stack = next(r for r in doc["phases"][2]["streams"] if (r["kind"], r["stream"]) == ("store", "stack"))
+    assert stack["flagged"] and stack["realised"] < 0.01 and stack["heaviest_instruction"] > 0.45
+    flagged = sum(r["flagged"] for ph in doc["phases"] for r in ph["streams"])
+    text = invoke("show", "workload", "mcf").stdout
+    assert "phase 2 'update_tree'" in text
+    assert sum(line.endswith(" !") for line in text.splitlines()) == flagged == 3
+
+
+def test_show_workload_from_a_file_and_its_bad_input(tmp_path):
+    """A workload file works as ``path.toml:name`` (the same program as the catalog's), on the ISA asked for;
+    a workload that does not exist, an unknown ISA, and platform-only options are one line and exit 2."""
+    from whatif.scenarios.commands.catalog import WORKLOAD_DIR
+
+    path = tmp_path / "mine.toml"
+    path.write_text((WORKLOAD_DIR / "specjvm98.toml").read_text())
+    mine = json.loads(invoke("show", "workload", f"{path}:compress", "--isa", "powerpc32", "--json").stdout)
+    shipped = json.loads(invoke("show", "workload", "compress", "--isa", "powerpc32", "--json").stdout)
+    assert mine["phases"] == shipped["phases"] and mine["isa"] == "powerpc32"
+    assert_one_line_error(invoke("show", "workload", "nosuch"), "nosuch")
+    assert_one_line_error(invoke("show", "workload", "mcf", "--isa", "arm"), "arm")
+    assert_one_line_error(invoke("show", "workload", "mcf", "--set", "mix.load=0.3"), "--set")
+    assert_one_line_error(invoke("show", "bananas", "mcf"), "bananas", "workload")
+
+
 def test_show_with_override_and_text():
     result = invoke("show", "platform", "nehalem", "--set", "l3.size_kb=4096")
     assert result.exit_code == 0

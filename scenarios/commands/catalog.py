@@ -59,11 +59,22 @@ def value_sources(name: str, overrides: list[str]) -> dict[str, str]:
     return out
 
 
-def show(what: str, name: str, overrides: list[str], sources: bool = False) -> tuple[dict, str]:
+SHOWABLE = ("platform", "workload")
+REALISED_FACTOR = 2.0       # a described share realised beyond this factor either way is flagged
+
+
+def show(what: str, name: str, overrides: list[str], sources: bool = False,
+         isa: str = "x86_64") -> tuple[dict, str]:
     """The resolved description (dict for --json; with ``sources`` also ``{"sources": {key: source}}``)
-    and a readable text rendering (with ``sources``, each value's source after it)."""
+    and a readable text rendering (with ``sources``, each value's source after it).  A workload is shown
+    with what its program realises (:func:`show_workload`)."""
+    if what == "workload":
+        if overrides or sources:
+            raise ScenarioError("--set and --sources apply to platforms; a workload's values and their "
+                                "sources are in its file (whatif list workloads)")
+        return show_workload(name, isa)
     if what != "platform":
-        raise ScenarioError(f"cannot show {what!r}; choose: platform")
+        raise ScenarioError(f"cannot show {what!r}; choose one of: {', '.join(SHOWABLE)}")
     platform = load_platform(name, overrides)
     doc = platform.model_dump()
     lines = [f"{platform.name}: {platform.description}",
@@ -83,3 +94,74 @@ def show(what: str, name: str, overrides: list[str], sources: bool = False) -> t
                      f"schema's default)")
         doc = {**doc, "sources": origin}
     return doc, "\n".join(lines)
+
+
+def show_workload(name: str, isa_name: str = "x86_64") -> tuple[dict, str]:
+    """A workload description and, per phase, what the program synthesised from it realises: instruction
+    mix, taken rate and each access kind's stream shares, described beside realised (expected dynamic
+    shares over the program's instruction weights: the program's own figures, not a run's), with the
+    heaviest single load or store's share of its phase, which bounds how finely the shares can be met.  A
+    share realised beyond ``REALISED_FACTOR`` either way is flagged.  The program is the description's
+    source (``source_seed``); a binary seed lays it out and does not change these shares."""
+    import numpy as np
+
+    from whatif.simulator.isa import OP_LOAD, OP_STORE, isa_for
+    from whatif.simulator.synth import kernel as K
+    from whatif.simulator.synth.compare import stream_shares
+    from whatif.simulator.synth.program import build_program
+    from whatif.simulator.workload import load_workload, phase_lengths
+
+    ref = load_workload(name)
+    try:
+        isa = isa_for(isa_name)
+    except ValueError as exc:
+        raise ScenarioError(f"--isa: {exc}") from None
+    prog = build_program(ref.spec, isa, 0)
+    lengths = phase_lengths(ref.spec)
+    access = np.isin(prog.kind, (K.K_MEM, K.K_ADV))
+    rows = stream_shares(prog)
+    phases = []
+    for p, params in enumerate(prog.phases):
+        exp = prog.expected(p)
+        heaviest = {}
+        for kind, opc in (("load", OP_LOAD), ("store", OP_STORE)):
+            w = prog.weight[access & (prog.phase == p) & (prog.op == opc)]
+            heaviest[kind] = float(w.max() / w.sum()) if w.sum() > 0 else 0.0
+        streams = []
+        for _, kind, stream, described, realised in (r for r in rows if r[0] == p):
+            off = (described > 0 or realised > 0) and not (
+                described / REALISED_FACTOR <= realised <= described * REALISED_FACTOR)
+            streams.append({"kind": kind, "stream": stream, "described": described, "realised": realised,
+                            "flagged": bool(off), "heaviest_instruction": heaviest[kind]})
+        taken = params.branches.taken_rate
+        phases.append({
+            "phase": p, "name": params.name, "instructions": int(lengths[p]),
+            "mix": {k: {"described": float(getattr(params.mix, k)), "realised": exp[k]}
+                    for k in ("load", "store", "branch", "fp", "other")},
+            "taken_rate": {"described": taken, "realised": exp["taken_rate"]},
+            "streams": streams})
+    doc = {"workload": ref.qualified, "source": ref.source, "isa": isa.name,
+           "source_seed": ref.spec.source_seed, "description": ref.spec.model_dump(), "phases": phases}
+    return doc, _workload_text(doc)
+
+
+def _workload_text(doc: dict) -> str:
+    lines = [f"{doc['workload']} ({doc['source']}): {doc['description'].get('description') or ''}".rstrip(": "),
+             f"  its program on {doc['isa']} (source seed {doc['source_seed']}): described against realised, "
+             f"the program's expected dynamic shares (not a run); heaviest: the share of the phase's loads "
+             f"(stores) that its heaviest load (store) carries; ! a share realised beyond {REALISED_FACTOR:g}x "
+             f"either way"]
+    for ph in doc["phases"]:
+        lines.append(f"  phase {ph['phase']} {ph['name']!r}, {ph['instructions']:,} instructions a pass")
+        lines.append(f"    {'mix':<24}{'described':>10}{'realised':>10}")
+        for key, v in ph["mix"].items():
+            lines.append(f"    {key:<24}{v['described']:>10.3f}{v['realised']:>10.3f}")
+        t = ph["taken_rate"]
+        lines.append(f"    {'taken rate':<24}{'-' if t['described'] is None else format(t['described'], '.3f'):>10}"
+                     f"{t['realised']:>10.3f}")
+        lines.append(f"    {'streams':<24}{'described':>10}{'realised':>10}{'heaviest':>10}")
+        for s in ph["streams"]:
+            mark = " !" if s["flagged"] else ""
+            lines.append(f"    {s['kind'] + ' ' + s['stream']:<24}{s['described']:>10.1%}{s['realised']:>10.1%}"
+                         f"{s['heaviest_instruction']:>10.1%}{mark}")
+    return "\n".join(lines)
