@@ -92,6 +92,11 @@ case("show-unknown-kind", "show bananas mpc7447a", "bananas")
 case("show-unknown-platform", "show platform pentium4", "unknown platform 'pentium4'", "mpc7447a")
 case("show-platform-missing-file", "show platform nope.toml", "nope.toml", "no such file")
 case("show-platform-directory", "show platform dir.toml", "dir.toml", "is a directory", files={"dir.toml/x": ""})
+case("show-unknown-workload", "show workload nosuch", "unknown workload 'nosuch'", "cint2006/429.mcf")
+case("show-workload-missing-file", "show workload none.toml:x", "none.toml", "no such file")
+case("show-workload-invalid-file", "show workload w.toml:x", "w.toml", "invalid TOML", files={"w.toml": "x[[\n"})
+case("show-workload-unknown-isa", "show workload mcf --isa arm", "--isa", "unknown ISA 'arm'", "x86_64")
+case("show-workload-with-set", "show workload mcf --set mix.load=0.3", "--set", "platforms")
 case("validate-unknown-check", "validate --only 'no such check'", "unknown check")
 for key_value, fragment in [
         ("nosuch.key=1", "unknown platform key 'nosuch.key'"), ("l2.sise_kb=1024", "did you mean caches.L2.size_kb"),
