@@ -47,7 +47,7 @@ def test_workload_synthesises(name):
         assert abs(sum(shares.values()) - 1.0) < 1e-6
     # a rare stream is never dealt a hot access: each stream within 2.5x of its described share (2.02x at
     # most, 429.mcf's nodes stores; 19x before, 458.sjeng's hash loads)
-    assert all(got <= 2.5 * described for _, _, _, described, got in stream_shares(prog) if described > 0)
+    assert all(r.realised <= 2.5 * r.described for r in stream_shares(prog) if r.described > 0)
 
 
 def test_z_architecture_instruction_lengths():

@@ -131,10 +131,10 @@ def test_weighted_classes_never_give_a_rare_class_a_hot_item(light, hot_factor, 
 
 
 def test_a_rare_class_takes_no_hot_item_whatever_the_keys():
-    """A hot loop's twelve loads (4.2-6 % of the weight each, one tier; more than twice the rare share) among light ones, and a stream of
-    2 %: over 1000 keyings the rare stream never takes a hot load, and realises at most twice its share and
-    one light item.  (The systematic deal alone gives it a hot load whenever a hot item's midpoint falls in
-    its stretch: in 330 of these keyings.)"""
+    """A hot loop's twelve loads (4.2-6 % of the weight each, one tier; more than twice the rare share) among
+    light ones, and a stream of 2 %: over 1000 keyings the rare stream never takes a hot load, and realises at
+    most twice its share and one light item.  (The systematic deal alone gives it a hot load whenever a hot
+    item's midpoint falls in its stretch: in 330 of these keyings.)"""
     rng = np.random.default_rng(11)
     hot = rng.uniform(4.2, 6.0, 12)
     w = np.concatenate([hot, rng.pareto(2.0, 300) + 0.05])

@@ -103,10 +103,7 @@ def show_workload(name: str, isa_name: str = "x86_64") -> tuple[dict, str]:
     heaviest single load or store's share of its phase, which bounds how finely the shares can be met.  A
     share realised beyond ``REALISED_FACTOR`` either way is flagged.  The program is the description's
     source (``source_seed``); a binary seed lays it out and does not change these shares."""
-    import numpy as np
-
-    from whatif.simulator.isa import OP_LOAD, OP_STORE, isa_for
-    from whatif.simulator.synth import kernel as K
+    from whatif.simulator.isa import isa_for
     from whatif.simulator.synth.compare import stream_shares
     from whatif.simulator.synth.program import build_program
     from whatif.simulator.workload import load_workload, phase_lengths
@@ -118,21 +115,13 @@ def show_workload(name: str, isa_name: str = "x86_64") -> tuple[dict, str]:
         raise ScenarioError(f"--isa: {exc}") from None
     prog = build_program(ref.spec, isa, 0)
     lengths = phase_lengths(ref.spec)
-    access = np.isin(prog.kind, (K.K_MEM, K.K_ADV))
     rows = stream_shares(prog)
     phases = []
     for p, params in enumerate(prog.phases):
         exp = prog.expected(p)
-        heaviest = {}
-        for kind, opc in (("load", OP_LOAD), ("store", OP_STORE)):
-            w = prog.weight[access & (prog.phase == p) & (prog.op == opc)]
-            heaviest[kind] = float(w.max() / w.sum()) if w.sum() > 0 else 0.0
-        streams = []
-        for _, kind, stream, described, realised in (r for r in rows if r[0] == p):
-            off = (described > 0 or realised > 0) and not (
-                described / REALISED_FACTOR <= realised <= described * REALISED_FACTOR)
-            streams.append({"kind": kind, "stream": stream, "described": described, "realised": realised,
-                            "flagged": bool(off), "heaviest_instruction": heaviest[kind]})
+        streams = [{"kind": r.kind, "stream": r.stream, "described": r.described, "realised": r.realised,
+                    "flagged": not r.described / REALISED_FACTOR <= r.realised <= r.described * REALISED_FACTOR,
+                    "heaviest_instruction": r.heaviest} for r in rows if r.phase == p]
         taken = params.branches.taken_rate
         phases.append({
             "phase": p, "name": params.name, "instructions": int(lengths[p]),

@@ -118,9 +118,10 @@ def weighted_classes(weights: np.ndarray, key: np.ndarray, shares: np.ndarray) -
         ws = w[sel]
         dealt += float(ws.sum())
         short = np.maximum(shares * dealt - got, 0.0)
-        cls = systematic_deal(ws, key[hot[sel]], short if short.sum() > 0 else shares)
+        lacking = short.sum() > 0
+        cls = systematic_deal(ws, key[hot[sel]], short if lacking else shares)
         over = ws > 2.0 * shares[cls] * total
-        if short.sum() > 0 and over.any():
+        if lacking and over.any():
             # heavy items too big for the class the rounding gave them go where most is still lacking
             rest = short - np.bincount(cls[~over], weights=ws[~over], minlength=len(shares))
             for i in np.flatnonzero(over)[np.argsort(-ws[over], kind="stable")]:

@@ -24,6 +24,8 @@ the executed instructions) that changed:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from whatif.simulator.isa import OP_LOAD, OP_STORE
@@ -132,21 +134,34 @@ def program_change(a, b) -> dict[str, float]:
     return out
 
 
-def stream_shares(prog) -> list[tuple[int, str, str, float, float]]:
-    """Per phase, access kind (``load``, ``store``) and stream: (phase, kind, stream, described share, expected
-    dynamic share in the program), the latter weighting each load or store by ``StaticProgram.weight``.  A
-    description's stream weights are what its accesses should realise; a rare stream dealt one hot
-    instruction realises a multiple of its share."""
+class StreamShare(NamedTuple):
+    """One phase's loads or stores to one stream (see :func:`stream_shares`)."""
+    phase: int
+    kind: str            # "load" or "store"
+    stream: str
+    described: float     # the description's normalised weight
+    realised: float      # the share of the phase's loads (stores) by expected dynamic weight
+    heaviest: float      # the share the phase's heaviest load (store) carries: how finely shares can be met
+
+
+def stream_shares(prog) -> list[StreamShare]:
+    """Per phase, access kind and stream, the described share beside the expected dynamic share in the
+    program, weighting each load or store by ``StaticProgram.weight``.  A description's stream weights are
+    what its accesses should realise; a rare stream dealt one hot instruction realises a multiple of its
+    share, and a phase whose loads (stores) are one or two hot instructions cannot realise small shares."""
     out = []
     mem = np.isin(prog.kind, (K.K_MEM, K.K_ADV))
     for p, params in enumerate(prog.phases):
         for kind, opc, weights in (("load", OP_LOAD, params.load_weights), ("store", OP_STORE, params.store_weights)):
             sel = mem & (prog.phase == p) & (prog.op == opc)
-            total_w = float(prog.weight[sel].sum())
+            w = prog.weight[sel]
+            total_w = float(w.sum())
             described = np.array([weights.get(name, 0.0) for name in prog.streams.names], dtype=float)
             if total_w <= 0 or described.sum() <= 0:
                 continue
-            got = np.bincount(prog.arg[sel], weights=prog.weight[sel], minlength=len(described)) / total_w
+            got = np.bincount(prog.arg[sel], weights=w, minlength=len(described)) / total_w
+            heaviest = float(w.max()) / total_w
             for j, name in enumerate(prog.streams.names):
-                out.append((p, kind, name, float(described[j] / described.sum()), float(got[j])))
+                out.append(StreamShare(p, kind, name, float(described[j] / described.sum()), float(got[j]),
+                                       heaviest))
     return out

@@ -129,11 +129,12 @@ def main() -> None:
                 rhos.append(rho[j + 1])
                 row += f" {cpi[j + 1] / cpi[0] - 1:+7.2%} {rho[j + 1]:5.2f}"
             print(row, flush=True)
-        ratio, (p, kind, stream, want, got) = max((max(r[4] / r[3], r[3] / r[4]) if r[4] > 0 else np.inf, r)
-                                                  for r in stream_shares(base) if r[3] > 0)
+        ratio, r = max((max(r.realised / r.described, r.described / r.realised) if r.realised > 0 else np.inf, r)
+                       for r in stream_shares(base) if r.described > 0)
         ratios.append(ratio)
         print(f"{'':18s} ({time.perf_counter() - t0:.1f} s; stream shares realised within {ratio:.2f}x of the "
-              f"description, the furthest phase {p}'s {kind}s to {stream}: {got:.2%} for {want:.2%})")
+              f"description, the furthest phase {r.phase}'s {r.kind}s to {r.stream}: {r.realised:.2%} for "
+              f"{r.described:.2%})")
     print(f"median over the changes of the largest changed share: {np.median(worst):.2%}; "
           f"largest: {max(worst):.2%} [anchor: the moved share, at most {0.01 * 0.45:.2%}]")
     print(f"stream shares of the unchanged descriptions: realised within {np.median(ratios):.2f}x of the description "
