@@ -1,5 +1,5 @@
-"""Ground-truth checks on simulated workloads: the planted variants are small, valid perturbations of their
-parents, and the quick checks run and report what they measured."""
+"""Ground-truth checks on simulated workloads: the planted variants are their parents' programs on data of other
+sizes, and the quick checks run and report what they measured."""
 
 import numpy as np
 import pytest
@@ -7,10 +7,13 @@ import pytest
 from whatif.models.similarity import adjusted_rand_index
 from whatif.scenarios.checks import similarity_sim as chk
 from whatif.scenarios.checks.registry import CHECK_MODULES
+from whatif.simulator.isa import isa_for
+from whatif.simulator.synth.compare import program_change
+from whatif.simulator.synth.program import build_program
 from whatif.simulator.workload import load_workload
 
 
-def test_variant_is_a_small_valid_perturbation_of_its_parent():
+def test_variant_is_its_parents_program_on_data_of_other_sizes():
     parent = load_workload("401.bzip2").spec
     a = chk.perturbed_variant("401.bzip2", 0, np.random.default_rng(3)).spec
     b = chk.perturbed_variant("401.bzip2", 0, np.random.default_rng(3)).spec
@@ -18,11 +21,14 @@ def test_variant_is_a_small_valid_perturbation_of_its_parent():
     for name, stream in parent.streams.items():
         ratio = a.streams[name].footprint_kb / stream.footprint_kb
         assert ratio != 1.0 and 0.85 < ratio < 1.15
-    mix = a.mix
-    assert mix.load + mix.store + mix.branch + mix.fp + mix.other == pytest.approx(1.0, abs=1e-3)
-    assert abs(mix.load - parent.mix.load) < 0.05 * parent.mix.load
-    assert 0.5 <= a.branches.bias <= 1.0 and a.branches.bias != parent.branches.bias
-    assert a.phases and len(a.phases) == len(parent.phases)
+    strip = {"streams"}
+    assert a.model_dump(exclude=strip) == parent.model_dump(exclude=strip)     # mix, branches, phases: the parent's
+    # the code is the parent's: no control transfer, block length, class or stream binding moves; only the
+    # dependence calibration's walk sees other addresses, which may move a register choice or two
+    isa = isa_for("x86_64")
+    change = program_change(build_program(parent, isa, 0), build_program(a, isa, 0))
+    assert change["structure"] == change["lengths"] == change["class"] == change["stream"] == 0.0
+    assert change["dataflow"] < 0.02
 
 
 def test_planted_workloads_hold_families_and_one_held_out_each():
