@@ -4,15 +4,17 @@
                                                     [--platform harpertown]
 
 Per workload: the static program of its description and of the description with one parameter moved as the
-planted families of ``whatif validate`` move them (a mix share x1.01 or x0.99 with ``other`` taking up the
-difference, the branch bias's miss share x1.02 or x0.98, every stream footprint x1.02), and, weighted by the
+planted families of ``whatif validate`` moved them until 2026-11-29 (a mix share x1.01 or x0.99 with ``other``
+taking up the difference, the branch bias's miss share x1.02 or x0.98, every stream footprint x1.02; they now
+move the footprints only, because the other changes build other code), and, weighted by the
 instructions' expected dynamic share (``StaticProgram.weight``), how much of the program changed:
 
 ``structure``, ``lengths``, ``class``, ``stream`` and ``dataflow`` as :mod:`simulator.synth.compare` defines
 them.
 
-With ``--platform NAME`` it also runs every program as the planted-families check does (6 M instructions,
-seed 002's sampling, program and run seed of the check) and prints what the change did to the behaviour:
+With ``--platform NAME`` it also runs every program as the planted-families check did until 2026-11-29 (6 M
+instructions from cold, without the check's warm-up since; seed 002's sampling, program and run seed of the
+check) and prints what the change did to the behaviour:
 the CPI against the unchanged description's and the Spearman rho of the stall signature with its
 signature (over the whole CINT2006 set: ~2 s per run on an idle core).
 
