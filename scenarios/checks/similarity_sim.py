@@ -14,7 +14,7 @@
 The parents are chosen so that the directions differ: 456.hmmer (compute bound) runs slower on Nehalem's
 lower clock than on Harpertown, while 462.libquantum (memory bound) runs faster (full mode, 2026-11-29:
 T(harpertown) / T(nehalem) 0.78 for hmmer's variants, 0.96 for 445.gobmk's, 1.06 for 401.bzip2's and 1.40
-for libquantum's, each family's within 0.5 %).
+for libquantum's, each family's within 0.6 %).
 
 Why a variant keeps its parent's code: a family is known to be one only if its members run one program.
 Until 2026-11-29 the variants also moved the mix's load, store and branch shares (sd 1 %) and the branch
