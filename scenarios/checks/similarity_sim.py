@@ -25,8 +25,8 @@ realise a 1 % share change by turning one of its instructions into another class
 makes the taken-rate calibration flip other branches, which changed 25-38 % of 445.gobmk's control
 structure (2-6 % of 401.bzip2's).  Those variants were different programs, and whether they clustered with
 their parent's family was a lottery over source seeds (full mode, seeds 0-3: ARI 0.57 / 0.48 / 0.83 /
-0.44).  A footprint moves no instruction (the
-dependence calibration's walk sees other addresses: at most 1 % of 401.bzip2's dataflow moves).
+0.44).  A footprint moves no instruction (the dependence calibration's walk sees other addresses: at most
+1 % of 401.bzip2's dataflow moves).
 """
 
 from __future__ import annotations
