@@ -180,10 +180,11 @@ def test_stream_shares_are_the_accesses_by_weight():
     to another stream moves exactly its share of the phase's load weight from one stream to the other."""
     a = build_program(ref().spec, X86, 1)
     rows = stream_shares(a)
-    for p in set(r[0] for r in rows):
+    for p in set(r.phase for r in rows):
         for kind in ("load", "store"):
-            sel = [r for r in rows if r[0] == p and r[1] == kind]
-            assert sum(r[4] for r in sel) == pytest.approx(1.0) and sum(r[3] for r in sel) == pytest.approx(1.0)
+            sel = [r for r in rows if r.phase == p and r.kind == kind]
+            assert sum(r.realised for r in sel) == pytest.approx(1.0)
+            assert sum(r.described for r in sel) == pytest.approx(1.0)
     loads = np.flatnonzero(np.isin(a.kind, (K.K_MEM, K.K_ADV)) & (a.op == OP_LOAD))
     hot = loads[np.argmax(a.weight[loads])]
     p, old = int(a.phase[hot]), int(a.arg[hot])
@@ -191,8 +192,9 @@ def test_stream_shares_are_the_accesses_by_weight():
     share = a.weight[hot] / a.weight[loads[a.phase[loads] == p]].sum()
     arg = a.arg.copy()
     arg[hot] = new
-    before = {r[2]: r[4] for r in rows if r[0] == p and r[1] == "load"}
-    after = {r[2]: r[4] for r in stream_shares(dataclasses.replace(a, arg=arg)) if r[0] == p and r[1] == "load"}
+    before = {r.stream: r.realised for r in rows if r.phase == p and r.kind == "load"}
+    after = {r.stream: r.realised for r in stream_shares(dataclasses.replace(a, arg=arg))
+             if r.phase == p and r.kind == "load"}
     names = a.streams.names
     assert after[names[old]] == pytest.approx(before[names[old]] - share)
     assert after[names[new]] == pytest.approx(before[names[new]] + share)

@@ -52,8 +52,8 @@ CURRENT, CANDIDATE = "harpertown", "nehalem"
 SEED = 20110503
 # quick: 2 families x 2 variants of 600k instructions; full: 4 x 4 of 6M; plus one held-out variant per
 # family.  Each run counts after a warm-up, as the identity check's do: a run from cold caches spends its
-# first intervals filling them (456.hmmer from cold at 6M: the first ~90 of 263 intervals, L2 lines in
-# 1-180 per 1000 instructions against none after), and, the intervals being of equal time, those slow
+# first intervals filling them (456.hmmer from cold at 6M: the first ~100 of 263 intervals, L2 lines in
+# up to 180 per 1000 instructions against under 0.2 after), and, the intervals being of equal time, those slow
 # intervals weigh in the signature far beyond their share of the program.
 SIZES = {True: dict(parents=2, variants=2, instructions=600_000, warmup=500_000, time_scale=2e-6),
          False: dict(parents=4, variants=4, instructions=6_000_000, warmup=2_000_000, time_scale=1e-6)}
