@@ -19,12 +19,15 @@ simulation runs the current one.  ``tests/benchmarks/bench_traces.py`` prints it
 from __future__ import annotations
 
 import mmap
+import sys
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from whatif.simulator import wordops
 from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.jitcache import drop_stale_caches
 from whatif.simulator.wordops import ctz as _ctz
 from whatif.simulator.wordops import MappedReader
 from whatif.simulator.wordops import load8 as _load8
@@ -319,3 +322,6 @@ def header_line() -> bytes:
 
 def is_whatif_lackey(head: bytes) -> bool:
     return head.startswith(HEADER.encode())
+
+
+drop_stale_caches("trace_lackey", (wordops, sys.modules[__name__]))   # the word operations are inlined

@@ -34,13 +34,16 @@ from __future__ import annotations
 
 import mmap
 import struct
+import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from whatif.simulator import wordops
 from whatif.simulator.errors import SimulatorInputError
+from whatif.simulator.jitcache import drop_stale_caches
 from whatif.simulator.wordops import ctz as _ctz
 from whatif.simulator.wordops import MappedReader
 from whatif.simulator.wordops import load8 as _load8
@@ -435,3 +438,5 @@ class WtrReader(MappedReader):
             self._map.madvise(mmap.MADV_DONTNEED, self._released, stop - self._released)
             self._released = stop
 
+
+drop_stale_caches("trace_wtr", (wordops, sys.modules[__name__]))   # the word operations are inlined

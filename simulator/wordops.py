@@ -1,7 +1,7 @@
 """Word-at-a-time byte operations for the numba trace readers (:mod:`simulator.trace_lackey`,
 :mod:`simulator.trace_wtr`): an unaligned 8-byte load and a trailing-zero count, each one machine
-instruction.  (A change here does not invalidate the readers' numba caches: clear ``__pycache__``.)
-Also the readers' common ending: :class:`MappedReader`."""
+instruction.  (Inlined into the readers' kernels: each reader's ``drop_stale_caches`` group holds this
+module, so a change here recompiles them.)  Also the readers' common ending: :class:`MappedReader`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Stale numba caches across modules (``simulator/jitcache.py``): numba keys a kernel's cached machine code
 on its own source file, so a kernel that inlines a helper from another module keeps the helper's old code
-after the helper's file changes; a ``drop_stale_caches`` group drops it."""
+after the helper's file changes; a ``drop_stale_caches`` group drops it.  A group's cached kernels load
+without numba's registry refresh (``RegistryFreeCache``), and compiling still works after such a load."""
 
 from __future__ import annotations
 
@@ -45,3 +46,42 @@ def test_a_group_drops_a_kernel_whose_inlined_helper_changed(tmp_path):
     assert kernel_result(tmp_path, "plain") == (1 + 1) * 2
     # ... with one, the kernel is recompiled against the new helper
     assert kernel_result(tmp_path, "grouped") == (1 + 10) * 2
+
+
+ALLOCATING = textwrap.dedent("""\
+    import sys
+    import numpy as np
+    from numba import njit
+    from whatif.simulator.jitcache import drop_stale_caches
+
+
+    @njit(cache=True)
+    def k(n):
+        a = np.empty(n, np.int64)          # allocates: needs numba's runtime
+        s = 0
+        for i in range(n):                 # (np.arange or a.sum() would make the cached code's
+            a[i] = i                       # environment import numba's arraymath, and so linalg)
+            s += a[i]
+        return s
+
+
+    drop_stale_caches("alloc", (sys.modules[__name__],))
+    """)
+# k's result, whether numba has loaded its linear-algebra registry (imported by the refresh, by nothing else
+# here), and a function compiled after the load that needs the registries (np.linalg, np.random)
+PROBE = ("import sys, numpy as np, alloc; from numba import njit; r = alloc.k(10); "
+         "linalg = 'numba.np.linalg' in sys.modules; "
+         "f = njit(lambda a: np.linalg.norm(a) + np.random.random() * 0); "
+         "print(r, linalg, f(np.full(4, 2.0)))")
+
+
+def test_a_cached_kernel_loads_without_the_registry_refresh_and_compiling_still_works(tmp_path):
+    (tmp_path / "alloc.py").write_text(ALLOCATING)
+
+    def probe() -> list[str]:
+        out = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, capture_output=True, text=True,
+                             check=True)
+        return out.stdout.split()
+
+    assert probe() == ["45", "True", "4.0"]       # compiled: numba refreshed its registries to compile k
+    assert probe() == ["45", "False", "4.0"]      # loaded from the cache: no refresh, and f still compiles

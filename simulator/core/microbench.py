@@ -8,11 +8,15 @@ written (always-ready address bases and sources), the others are written as the 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from whatif.simulator import isa
 from whatif.simulator.isa import (FIELDS, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET,
                            OP_STORE, InstrBlock, isa_for)
+from whatif.simulator.jitcache import drop_stale_caches
 
 CODE_BASE = 0x400000
 DATA_BASE = 0x10000000
@@ -390,3 +394,6 @@ def random_program(n: int, seed: int, isa: str = "x86_64", *, code_kb: int = 32,
     return _block(m, pc=spc[sidx], op=op, size=ssize[sidx], dst=sdst[sidx], src1=ssrc1[sidx], src2=ssrc2[sidx],
                   areg=sareg[sidx], mem_addr=np.where(mem, addr, 0), mem_size=np.where(mem, 8, 0), taken=taken,
                   target=target, flags=sflags[sidx])
+
+
+drop_stale_caches("core_microbench", (isa, sys.modules[__name__]))

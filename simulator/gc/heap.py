@@ -17,7 +17,11 @@ from typing import Callable, Generator
 
 import numpy as np
 
+from whatif.simulator import isa
 from whatif.simulator.gc import kernel_alloc as KA
+from whatif.simulator.gc import kernel_copying as KC
+from whatif.simulator.gc import kernel_marksweep as KM
+from whatif.simulator.gc import layout, state
 from whatif.simulator.gc.config import GROWTH_STEP, HeapConfig
 from whatif.simulator.gc.kernel_copying import cp_step
 from whatif.simulator.gc.kernel_marksweep import ms_step
@@ -30,6 +34,7 @@ from whatif.simulator.gc.state import (A_GROW_ROOTS, COLLECTOR_IDS, P_CLEAR, P_C
                                 new_arrays)
 from whatif.simulator.gc.timing import empty_buffer
 from whatif.simulator.isa import InstrBlock
+from whatif.simulator.jitcache import drop_stale_caches
 
 DEFAULT_BUFFER = 1 << 15
 
@@ -377,3 +382,6 @@ class Heap:
 
     def object_at(self, offset: int) -> int:
         return int(self.H.gmap[offset >> 3])
+
+
+drop_stale_caches("gc", (isa, layout, state, KA, KC, KM))   # the collectors inline layout's helpers

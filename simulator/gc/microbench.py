@@ -24,18 +24,23 @@ HBench:JGC analyzer divides bytes copied by.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from whatif.simulator import isa
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.gc import kernel_alloc as KA
 from whatif.simulator.gc.config import heap_config
+from whatif.simulator.gc import layout, state
 from whatif.simulator.gc.heap import Heap
 from whatif.simulator.gc.mutator import flush, touch
 from whatif.simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS, R_TMP, alu, branch, load, store
 from whatif.simulator.gc.state import IMMORTAL
 from whatif.simulator.gc.timing import GcTimer, empty_buffer
 from whatif.simulator.isa import InstrBlock
+from whatif.simulator.jitcache import drop_stale_caches
 from whatif.simulator.platform import Platform
 
 STEPS = ("live", "dead", "empty")
@@ -117,3 +122,6 @@ def copy_bandwidth(platform: Platform, nbytes: int = 4 * MB, seed: int = 0) -> d
     seconds = platform.cycles_to_seconds(timer.cycles)
     return {"bytes": int(nbytes), "cycles": int(timer.cycles), "seconds": seconds,
             "bytes_per_second": nbytes / seconds if seconds > 0 else float("inf")}
+
+
+drop_stale_caches("gc_microbench", (isa, layout, state, sys.modules[__name__]))   # layout's helpers inlined
