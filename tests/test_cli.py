@@ -356,3 +356,28 @@ def test_an_explicit_terminal_width_is_kept(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "baseline / variant 9" not in out
+
+
+MAIN = ("import atexit, sys; from whatif.cli import main; "
+        "atexit.register(lambda: print('exit handler ran', file=sys.stderr)); "
+        "sys.argv = ['whatif'] + sys.argv[1:]; main()")
+
+
+@pytest.mark.parametrize("args, status", [(["show", "platform", "nehalem", "--json"], 0),
+                                          (["show", "platform", "nosuch"], 2),
+                                          (["list"], 2)])
+def test_the_installed_program_ends_with_the_commands_status_output_and_exit_handlers(args, status):
+    """``main()`` ends the process with ``os._exit`` (no interpreter teardown): the exit handlers still
+    run, the whole output arrives through the pipe, and the status is the command's."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == status
+    assert out.stderr.splitlines()[-1] == "exit handler ran"
+    if status == 0:
+        doc = json.loads(out.stdout)                           # complete: it parses
+        assert doc == json.loads(runner.invoke(app, args).stdout)
+    else:
+        assert out.stdout == "" and out.stderr.startswith("whatif: error: ")
+        assert len(out.stderr.splitlines()) == 2                # one line, then the handler's
