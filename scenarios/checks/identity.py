@@ -14,9 +14,9 @@ a signature is a rank order of five correlations, each known to about 1 / sqrt(i
 intervals on Westmere, +-0.05) 400.perlbench's components lie within 0.1 of each other there, and five
 runs of one binary (program seed 1, run seeds 1000-1004) agreed only to a median rho of 0.40, so the
 check could not tell binaries from repeats; at 24 M the same five runs agree to 1.00.  Quick mode ran
-1.5 M after 0.5 M until 2026-11-29, and there even repeats of one binary disagreed (445.gobmk and 456.hmmer
-at rho 0.90 for three repeats, their components within 0.1-0.2 of each other): it measured that noise,
-not identity.  The runs are independent and go to a pool of the host's cores.
+1.5 M after 0.5 M until 2026-11-29: there three repeats of one binary agreed only to rho 0.90 (445.gobmk
+on Nehalem, 456.hmmer on Westmere; components within 0.1-0.2 of each other, each +-0.15), and two rows
+failed at 0.70 on that noise.  The runs are independent and go to a pool of the host's cores.
 """
 
 from __future__ import annotations
