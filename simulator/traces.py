@@ -33,10 +33,12 @@ KIND_NAMES = ("I", "L", "S", "M")
 FORMATS = ("auto", "lackey", "whatif")
 WTR_MAGIC = trace_wtr.MAGIC
 LACKEY_HEADER = trace_lackey.HEADER
-# Records per chunk of a streamed trace.  MemoryHierarchy.run simulates in chunks of this size and each
-# chunk starts with no "last instruction" (the PC of a data access before the chunk's first I record
-# is 0), so a trace run chunk by chunk gives the same counters as the whole trace in one call.
-CHUNK_RECORDS = 1 << 22
+# Records per chunk of a streamed trace (more when a .wtr file's blocks are larger).  The simulation
+# carries its state and the last instruction's PC across chunks, so a trace run chunk by chunk gives the
+# same counters as the whole trace in one call.  1 M, not 4 M as until 2026-11-29: the three chunks' 33 MB
+# of arrays stay closer to the host's caches than 132 MB, and the first one is ready sooner (alternated on
+# the 79 M-record .wtr of tests/benchmarks/bench_traces.py: 1.52-1.74 s end to end against 1.70-2.04 s).
+CHUNK_RECORDS = 1 << 20
 MAX_SYNTHETIC_RECORDS = 200_000_000        # a synthetic trace's records: 2.2 GB of arrays (11 bytes each)
 
 
@@ -109,10 +111,13 @@ class TraceFile:
         return min(self._reader.pos, self.nbytes) if self.records is None else self._reader.done
 
     def chunks(self, size: int = CHUNK_RECORDS, read_ahead: bool = True) -> Iterator[tuple[Trace, int]]:
-        """The records in chunks of ``size`` (the last one shorter).  A chunk's arrays are reused: it is
+        """The records in chunks of ``size``, or of a ``.wtr`` file's block size when that is larger (the
+        last chunk shorter).  A chunk's arrays are reused: it is
         valid until the next one is asked for.  With ``read_ahead`` a thread starts filling chunks at
         once (while the caller, say, loads its kernels) and fills the next while the caller works on
         this one."""
+        if self.format == "whatif":
+            size = max(size, self._reader.block_records)         # (v2 decodes whole blocks)
         sets = [(np.empty(size, np.uint64), np.empty(size, np.uint16), np.empty(size, np.uint8))
                 for _ in range(3 if read_ahead else 1)]
         if read_ahead:

@@ -265,6 +265,20 @@ def test_a_streamed_cachesim_equals_the_whole_trace_in_one_run(tmp_path):
     assert doc["memory"] == counters["memory"]
 
 
+def test_a_wtr_files_blocks_larger_than_a_chunk_are_delivered_whole(tmp_path):
+    """A v2 file may use blocks of up to 4 M records, larger than CHUNK_RECORDS: its chunks are then a block
+    each, and the records are all there, in order."""
+    n = 2 * CHUNK_RECORDS + 5
+    tr = synthetic_trace(mixed_streams(), n, seed=2)
+    assert len(tr) == n
+    path = tmp_path / "big_blocks.wtr"
+    path.write_bytes(trace_wtr.wtr_bytes(tr.addrs, tr.sizes, tr.kinds, block_records=2 * CHUNK_RECORDS))
+    with TraceFile(path) as tf:
+        chunks = [(len(t), t.addrs[-1], done) for t, done in tf.chunks()]
+    assert [c[0] for c in chunks] == [2 * CHUNK_RECORDS, 5] and [c[2] for c in chunks] == [2 * CHUNK_RECORDS, 5]
+    assert chunks[0][1] == tr.addrs[2 * CHUNK_RECORDS - 1] and chunks[1][1] == tr.addrs[-1]
+
+
 # ------------------------------------------------------------------------------------ synthetic
 def test_synthetic_is_deterministic_and_mixes_as_asked():
     a = synthetic_trace(mixed_streams(), 50_000, seed=3, instructions_per_access=0.5)
