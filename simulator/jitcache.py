@@ -9,9 +9,9 @@ checks once, when the group's last module is imported).
 
 Loading one cached kernel makes numba refresh its target context first: it imports and installs every
 typing and lowering registry it has (linear algebra with scipy, random generators, typed containers,
-...), about 0.3 s, two thirds of a short ``whatif cachesim``'s start-up.  Rebuilding a cached kernel needs
-none of that, only the runtime (NRT) its code allocates through; a compilation refreshes the context in
-full anyway (numba's compiler does, before typing).  So a group's kernels load through
+...): about 0.3 s, a third of a short ``whatif cachesim``'s 0.86 s start-up.  Rebuilding a cached kernel
+needs none of that, only the runtime (NRT) its code allocates through; a compilation refreshes the context
+in full anyway (numba's compiler does, before typing).  So a group's kernels load through
 :class:`RegistryFreeCache`.
 """
 

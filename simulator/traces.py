@@ -112,10 +112,9 @@ class TraceFile:
 
     def chunks(self, size: int = CHUNK_RECORDS, read_ahead: bool = True) -> Iterator[tuple[Trace, int]]:
         """The records in chunks of ``size``, or of a ``.wtr`` file's block size when that is larger (the
-        last chunk shorter).  A chunk's arrays are reused: it is
-        valid until the next one is asked for.  With ``read_ahead`` a thread starts filling chunks at
-        once (while the caller, say, loads its kernels) and fills the next while the caller works on
-        this one."""
+        last chunk shorter).  A chunk's arrays are reused: it is valid until the next one is asked for.
+        With ``read_ahead`` a thread starts filling chunks at once (while the caller, say, loads its
+        kernels) and fills the next while the caller works on this one."""
         if self.format == "whatif":
             size = max(size, self._reader.block_records)         # (v2 decodes whole blocks)
         sets = [(np.empty(size, np.uint64), np.empty(size, np.uint16), np.empty(size, np.uint8))
