@@ -26,6 +26,11 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 
+# the two private steps of numba's Cache.load_overload that the class below reuses (numba 0.68 has them; a
+# numba without them keeps its own loading)
+_LOAD_STEPS = all(hasattr(FunctionCache, step) for step in ("_load_overload", "_guard_against_spurious_io_errors"))
+
+
 class RegistryFreeCache(FunctionCache):
     """numba's function cache, loading without the registry refresh: a hit initialises only the
     runtime; a miss returns None and numba compiles, refreshing the context as it always does."""
@@ -45,7 +50,8 @@ def drop_stale_caches(group: str, modules: tuple[ModuleType, ...]) -> None:
     if not cached:
         return
     for cache in cached:
-        cache.__class__ = RegistryFreeCache
+        if _LOAD_STEPS:
+            cache.__class__ = RegistryFreeCache
     stamp = Path(cached[-1].cache_path) / f"whatif_{group}_kernels.sha1"
     try:
         if stamp.read_text() == digest:
