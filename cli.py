@@ -585,13 +585,14 @@ def main() -> None:
     import atexit
     import os
 
+    code = 0
     try:
         app()
-        code = 0
-    except SystemExit as exc:              # as the interpreter maps SystemExit to an exit status
-        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-        if not isinstance(exc.code, (int, type(None))):
-            print(exc.code, file=sys.stderr)
+    except SystemExit as exc:              # mapped to a status as the interpreter maps it
+        code = 0 if exc.code is None else exc.code
+    if not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -43,14 +43,15 @@ class RegistryFreeCache(FunctionCache):
 
 def drop_stale_caches(group: str, modules: tuple[ModuleType, ...]) -> None:
     """Flush every cached dispatcher of ``modules`` unless their sources are those the group's stamp
-    file records; then record them.  Their caches load through :class:`RegistryFreeCache`."""
+    file records; then record them.  Their caches load through :class:`RegistryFreeCache` (when this numba
+has the steps it reuses)."""
     digest = hashlib.sha1(b"".join(Path(m.__file__).read_bytes() for m in modules)).hexdigest()
     cached = [d._cache for m in modules for d in vars(m).values()
               if isinstance(d, Dispatcher) and d.__module__ == m.__name__ and isinstance(d._cache, FunctionCache)]
     if not cached:
         return
-    for cache in cached:
-        if _LOAD_STEPS:
+    if _LOAD_STEPS:
+        for cache in cached:
             cache.__class__ = RegistryFreeCache
     stamp = Path(cached[-1].cache_path) / f"whatif_{group}_kernels.sha1"
     try:

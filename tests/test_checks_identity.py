@@ -44,7 +44,7 @@ def test_a_signature_rho_of_exactly_the_goal_passes():
 def test_reduced_measurement_is_deterministic_and_binaries_differ(monkeypatch):
     monkeypatch.setitem(identity.SIZES, True, dict(binaries=3, instructions=150_000, warmup=50_000,
                                                    time_scale=2e-7))
-    cpi, sig, stalls, n_int = identity.measure("cint2006/462.libquantum", "nehalem", quick=True)
+    cpi, sig, stalls, n_int = identity.measure_rows([("cint2006/462.libquantum", "nehalem")], quick=True)[0]
     assert sig.shape == (3, len(stalls)) and "RAT_STALLS.ANY" in stalls and n_int >= 3
     assert (cpi > 0.2).all() and len(set(np.round(cpi, 9))) == 3        # three layouts and inputs
     # again, as a row among others run by a pool of two processes (as the check runs them)

@@ -106,11 +106,6 @@ def measure_rows(rows: Sequence[tuple[str, str]], quick: bool,
     return out
 
 
-def measure(workload: str, platform_name: str, quick: bool) -> tuple[np.ndarray, np.ndarray, tuple, int]:
-    """:func:`measure_rows` of one row, in this process."""
-    return measure_rows([(workload, platform_name)], quick)[0]
-
-
 @register_check("identity: binaries of one workload description run alike")
 def program_identity(quick: bool) -> list[CheckResult]:
     size = SIZES[quick]

@@ -32,8 +32,8 @@ from numba import njit
 from whatif.simulator import isa
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.gc import kernel_alloc as KA
-from whatif.simulator.gc.config import heap_config
 from whatif.simulator.gc import layout, state
+from whatif.simulator.gc.config import heap_config
 from whatif.simulator.gc.heap import Heap
 from whatif.simulator.gc.mutator import flush, touch
 from whatif.simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS, R_TMP, alu, branch, load, store
