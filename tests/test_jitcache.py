@@ -1,7 +1,8 @@
-"""Stale numba caches across modules (``simulator/jitcache.py``): numba keys a kernel's cached machine code
+"""Stale numba caches across modules (``jitcache.py``): numba keys a kernel's cached machine code
 on its own source file, so a kernel that inlines a helper from another module keeps the helper's old code
 after the helper's file changes; a ``drop_stale_caches`` group drops it.  A group's cached kernels load
-without numba's registry refresh (``RegistryFreeCache``), and compiling still works after such a load."""
+without numba's registry refresh (``RegistryFreeCache``), and compiling still works after such a load; the
+engines' kernels (``models/``) load that way too."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def kernel_result(where: Path, module: str) -> int:
 def test_a_group_drops_a_kernel_whose_inlined_helper_changed(tmp_path):
     (tmp_path / "helper.py").write_text(HELPER.format(inc=1))
     (tmp_path / "grouped.py").write_text(KERNEL.format(
-        group_import="from whatif.simulator.jitcache import drop_stale_caches",
+        group_import="from whatif.jitcache import drop_stale_caches",
         group_call='drop_stale_caches("probe", (helper, sys.modules[__name__]))'))
     (tmp_path / "plain.py").write_text(KERNEL.format(group_import="", group_call=""))
     assert kernel_result(tmp_path, "grouped") == kernel_result(tmp_path, "plain") == (1 + 1) * 2   # cached now
@@ -52,7 +53,7 @@ ALLOCATING = textwrap.dedent("""\
     import sys
     import numpy as np
     from numba import njit
-    from whatif.simulator.jitcache import drop_stale_caches
+    from whatif.jitcache import drop_stale_caches
 
 
     @njit(cache=True)
@@ -85,3 +86,31 @@ def test_a_cached_kernel_loads_without_the_registry_refresh_and_compiling_still_
 
     assert probe() == ["45", "True", "4.0"]       # compiled: numba refreshed its registries to compile k
     assert probe() == ["45", "False", "4.0"]      # loaded from the cache: no refresh, and f still compiles
+
+
+# the engines' kernels: the minimum spanning tree (which inlines rank's pair_distance), k-means, FlowGSP
+ENGINES = ("import sys, numpy as np; from numba.core.caching import FunctionCache; "
+           "from whatif.jitcache import RegistryFreeCache; "
+           "from whatif.models.similarity import mst, rank, kmeans; from whatif.models.flowgsp import kernel; "
+           "x = np.arange(12.0).reshape(4, 3); r = mst._prim(x, False, 4); "
+           "grouped = all(type(d._cache) is RegistryFreeCache for d in (mst._prim, mst.find_pair_at_least, "
+           "rank.pair_distance, kmeans._kmns, kernel.count_supports)); "
+           "print(round(float(r[1].sum()), 6), 'numba.np.linalg' in sys.modules, grouped)")
+
+
+def test_the_engines_kernels_load_without_the_registry_refresh(tmp_path):
+    import os
+
+    from whatif.jitcache import _LOAD_STEPS
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+
+    def probe() -> list[str]:
+        out = subprocess.run([sys.executable, "-c", ENGINES], capture_output=True, text=True, check=True,
+                             env=env)
+        return out.stdout.split()
+
+    first = probe()                                # compiles _prim into the empty cache directory
+    second = probe()                               # loads it
+    assert first[0] == second[0] and first[2] == second[2] == str(_LOAD_STEPS)
+    assert second[1] == str(not _LOAD_STEPS)

@@ -24,6 +24,8 @@ FORBIDDEN = [
     ("whatif.simulator", "whatif.models", "the simulator produces measurements, never analyses them"),
     ("whatif.simulator", "whatif.scenarios", "the simulator does not know how studies run"),
     ("whatif.simulator", "whatif.cli", "the simulator does not know the command line"),
+    ("whatif.jitcache", "whatif.simulator", "the simulator's kernels and the engines' load through it alike"),
+    ("whatif.jitcache", "whatif.models", "the simulator's kernels and the engines' load through it alike"),
     ("whatif.scenarios", "whatif.cli", "the command line calls scenarios, not the other way"),
     ("whatif.scenarios.studies.", "whatif.scenarios.commands", "studies never import commands"),
     ("whatif.scenarios.commands.", "whatif.scenarios.studies", "commands never import studies"),

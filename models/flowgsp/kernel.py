@@ -28,9 +28,12 @@ exactly the definition's sums of minima.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.models.flowgsp.graph import GraphChunk
 from whatif.models.flowgsp.trie import CandidateTrie
 
@@ -241,3 +244,6 @@ def count_chunk(chunk: GraphChunk, trie: CandidateTrie, gap: int, window: int) -
                             trie.node_cand, trie.node_internal, trie.child_ptr, trie.child_min, trie.child_ids,
                             trie.d1_ptr, trie.d1_ids, trie.n_candidates, trie.max_depth, int(gap), int(window))
     return np.vstack([sf, sw])
+
+
+drop_stale_caches("flowgsp", (sys.modules[__name__],))      # (loads its kernels without the registry refresh)

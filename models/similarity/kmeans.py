@@ -16,10 +16,13 @@ smallest total within-cluster sum of squares is kept (R's ``nstart``).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from whatif.jitcache import drop_stale_caches
 
 _BIG = 1.0e30
 
@@ -290,3 +293,6 @@ def hartigan_wong(x: np.ndarray, k: int, *, n_init: int = 10, max_iter: int = 50
     if best is None:
         raise ValueError("every start left a cluster empty")
     return best
+
+
+drop_stale_caches("similarity_kmeans", (sys.modules[__name__],))      # (loads its kernels without the registry refresh)

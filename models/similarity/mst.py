@@ -18,11 +18,15 @@ clusters on every MST of the graph (see ``hierarchy.py``).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
+
+from . import rank
 from .rank import degenerate_rows, pair_distance
 
 
@@ -187,3 +191,6 @@ def find_pair_at_least(x: np.ndarray, gram: bool, idx: np.ndarray, g: float):
             if pair_distance(x, gram, idx[s], idx[t]) >= g:
                 return idx[s], idx[t]
     return -1, -1
+
+
+drop_stale_caches("similarity_mst", (rank, sys.modules[__name__]))      # the kernels inline rank's pair_distance

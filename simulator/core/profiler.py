@@ -46,7 +46,7 @@ from numba import njit
 
 from whatif.simulator.core import timing as TM
 from whatif.simulator.errors import constraint_error
-from whatif.simulator.jitcache import drop_stale_caches
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator.isa import OP_CALL, OP_RET
 
 SAMPLED_EVENTS = ("Icachemiss", "TLBmiss", "DTLBmiss", "Dcachemiss", "AGIstall", "Branchmispredict")

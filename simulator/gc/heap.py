@@ -34,7 +34,7 @@ from whatif.simulator.gc.state import (A_GROW_ROOTS, COLLECTOR_IDS, P_CLEAR, P_C
                                 new_arrays)
 from whatif.simulator.gc.timing import empty_buffer
 from whatif.simulator.isa import InstrBlock
-from whatif.simulator.jitcache import drop_stale_caches
+from whatif.jitcache import drop_stale_caches
 
 DEFAULT_BUFFER = 1 << 15
 

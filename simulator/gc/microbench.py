@@ -40,7 +40,7 @@ from whatif.simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS,
 from whatif.simulator.gc.state import IMMORTAL
 from whatif.simulator.gc.timing import GcTimer, empty_buffer
 from whatif.simulator.isa import InstrBlock
-from whatif.simulator.jitcache import drop_stale_caches
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator.platform import Platform
 
 STEPS = ("live", "dead", "empty")

@@ -48,7 +48,7 @@ import sys
 
 from numba import njit
 
-from whatif.simulator.jitcache import drop_stale_caches
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator.memory import caches, state
 from whatif.simulator.memory.caches import (_prefetch_after_demand, _touch, channel, line_miss, prefetch_sets,
                                             prefetched_hit, request, run_streamers, train_ip_stride)

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 from numba import njit
 
-from whatif.simulator.jitcache import drop_stale_caches
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator.synth import streams as streams_module
 from whatif.simulator.synth.streams import (C_BASE, C_BITS, C_CUR, C_ELEM, C_KIND, C_N, C_POS, C_RENEW, C_SALT, C_SIZE,
                                      C_UNIT, C_ZLEN, C_ZOFF, M1, RENEW_ONE, S_CHASE, S_SEQ, S_STRIDED, mix64,

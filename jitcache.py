@@ -1,5 +1,8 @@
 """Stale numba caches across modules, and loading cached kernels without numba's registry refresh.
 
+A neutral module (it imports numba only), so that the simulator's kernels and the engines' (``models/``,
+which never import the simulator) load the same way.
+
 numba's ``cache=True`` keys a function's cached machine code on its own source file only, but a kernel
 also carries the code and constants it calls or inlines from other modules (the core's timing kernel
 inlines the memory hierarchy's fast paths): edit ``memory/caches.py`` and the cached timing kernel would
