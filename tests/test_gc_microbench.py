@@ -70,3 +70,20 @@ def test_bad_microbenchmarks(platform):
 def test_copy_bandwidth_is_bounded_by_the_memory_system(platform):
     bw = copy_bandwidth(platform, nbytes=2 * MB)
     assert 0 < bw["bytes_per_second"] < platform.memory.bandwidth_gb_s * 1e9
+
+
+def test_rooted_lists_time_the_roots_phase_per_root(platform):
+    per_root = {}
+    for r in (1024, 4096):
+        live, dead, empty = run_microbenchmark(platform, 2 * MB, r, 2, 28, rooted=True)
+        assert (live["roots"], live["live_objects"], live["objects"]) == (r, 2 * r, 2 * r)
+        assert (dead["roots"], dead["live_objects"], dead["dead_objects"]) == (r, 0, 2 * r)   # null slots
+        assert 0 < dead["roots_seconds"] < live["roots_seconds"] < live["gc_seconds"]
+        per_root[r] = live["roots_seconds"]
+    # each root: a load of its slot, a test, a push (store) and their bookkeeping, a few cycles on the 7447A
+    cycles = (per_root[4096] - per_root[1024]) / 3072 * platform.clock_ghz * 1e9
+    assert 10 < cycles < 40
+    plain = run_microbenchmark(platform, 2 * MB, 16, 64, 28)[0]
+    assert plain["roots"] == 1 and plain["roots_seconds"] < per_root[1024] / 20
+    with pytest.raises(SimulatorInputError, match="rooted lists have one reference field per object"):
+        run_microbenchmark(platform, 2 * MB, 16, 64, 28, fields=2, rooted=True)

@@ -76,7 +76,7 @@ def test_predictor_constraints_and_requirements(costs):
     with pytest.raises(ModelInputError, match="need the GC log columns 'mark_visits' and 'references_scanned'"):
         costs.predict(AppProfile.from_tables(log.drop(columns=["mark_visits"]), hist), connectivity=True)
     assert GcTimePredictor().get_params() == {"distribution": "pooled", "connectivity": False, "copy": True,
-                                              "spacing": False}
+                                              "spacing": False, "roots": False}
 
 
 def test_plot_and_to_dict(costs):
@@ -110,3 +110,32 @@ def test_spacing_extension_replaces_the_mark_cost_at_size_by_the_cost_at_spacing
         costs.predict(AppProfile.from_tables(log, hist), spacing=True)
     with pytest.raises(ModelInputError, match="needs the microbenchmark's mark-phase times"):
         GcCostModel().fit(microbench()).predict(AppProfile.from_tables(log, hist, spacing=dense), spacing=True)
+
+
+def test_roots_term_prices_every_root_slot_but_the_microbenchmarks_one():
+    c_root, r0 = 15e-9, 4e-6                       # planted: seconds per root slot, and the phase's rest
+    mb = microbench()
+    mb = mb.assign(roots=1, roots_seconds=r0 + c_root)
+    # roots rows: one-object lists held by roots of their own; their times fit C_root alone (a C_live fit
+    # that took them in would be far off: their gc_seconds are made up)
+    rooted = pd.DataFrame([{"step": step, "heap_bytes": 64 * MB, "object_size": 28, "objects": r, "gc_seconds": 9.0,
+                            "purpose": "roots", "fields": 1, "fan_in": 1, "roots": r,
+                            "roots_seconds": r0 + c_root * r if step == "live" else 1.0}
+                           for r in (1024, 4096, 16384) for step in ("live", "dead", "empty")])
+    costs = GcCostModel().fit(pd.concat([mb, rooted], ignore_index=True))
+    plain = GcCostModel().fit(mb)
+    assert costs.c_root == pytest.approx(c_root) and plain.c_root is None
+    assert costs.c_live(28) == pytest.approx(c_live(28)) and costs.fixed.slope == pytest.approx(B)
+    assert costs.to_dict()["c_root_s"] == pytest.approx(c_root) and "C_root = 15 ns" in str(costs.summary())
+    log, hist = profile_tables()
+    log = log.assign(roots=np.arange(len(log)) * 1000 + 1)
+    prof = AppProfile.from_tables(log, hist)
+    base = costs.predict(prof).table
+    with_roots = costs.predict(prof, roots=True).table
+    assert (base["roots_s"] == 0).all()
+    assert with_roots["roots_s"].to_numpy() == pytest.approx(c_root * np.arange(len(log)) * 1000)
+    assert (with_roots["predicted_s"] - base["predicted_s"]).to_numpy() == pytest.approx(with_roots["roots_s"])
+    with pytest.raises(ModelInputError, match="the roots term needs the microbenchmark's root counts"):
+        plain.predict(prof, roots=True)
+    with pytest.raises(ModelInputError, match="the roots term needs the GC log column 'roots'"):
+        costs.predict(AppProfile.from_tables(log.drop(columns=["roots"]), hist), roots=True)

@@ -26,6 +26,10 @@ def test_default_plan_follows_the_seed():
         assert all(c["heap_bytes"] >= c["n_lists"] * c["list_length"] * object_bytes(s) for c in rows)
     assert {(c["fields"], c["twin"]) for c in cfg if c["purpose"] in ("fanout", "fanin")} == {(1, False), (2, False),
                                                                                              (2, True)}
+    roots = [c for c in cfg if c["rooted"]]
+    assert {c["purpose"] for c in roots} == {"roots"} and [c["n_lists"] for c in roots] == list(plan.root_counts)
+    assert all(c["list_length"] == 1 for c in roots) and not any(c["rooted"] for c in cfg if c["purpose"] != "roots")
+    assert not any(c["rooted"] for c in MicrobenchPlan(root_counts=()).configurations())
 
 
 def test_scaling_shrinks_heaps_and_volumes():

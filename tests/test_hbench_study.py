@@ -58,6 +58,7 @@ def test_results_document(mini):
     cf = doc["cost_functions"]
     assert set(cf["c_live_s"]) == {"12", "28", "60", "124"} and cf["c_fixed"]["per_mb_s"] > 0
     assert cf["c_ref_s"] is not None and cf["copy_bandwidth_bytes_per_s"] > 0
+    assert 10e-9 < cf["c_root_s"] < 30e-9 and doc["form"]["roots"] is True     # ~23 cycles a root at 1.5 GHz
     assert doc["goal"]["applications"] == 2
     counts = [p["collections"] for p in sorted(doc["heap_sweep"]["points"], key=lambda p: p["heap_mb"])]
     assert counts[0] > counts[1] > counts[2]
@@ -102,4 +103,8 @@ def test_bad_hbench_section(tmp_path):
     (tmp_path / "bad2.toml").write_text(MINI.replace('specjvm98/javac"]', 'specjvm98/kaffe"]'))
     with pytest.raises(ScenarioError, match="unknown workload 'specjvm98/kaffe'"):
         run_scenario_file(tmp_path / "bad2.toml", out=tmp_path / "o", progress=False)
+    (tmp_path / "bad3.toml").write_text(MINI.replace('scale = 0.02', 'scale = 0.02\ncollector = "copying"\n'
+                                                                      'spacing = false'))
+    with pytest.raises(ScenarioError, match="bad3.toml: hbench.roots: the roots term prices the roots phase"):
+        run_scenario_file(tmp_path / "bad3.toml", out=tmp_path / "o", progress=False)
     assert not (tmp_path / "o").exists()

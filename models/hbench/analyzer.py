@@ -23,7 +23,9 @@ For a collection of a heap of ``h`` bytes with ``L`` live and ``D`` dead objects
   spacing is the size; survivors scattered among garbage each bring in a cache line of their own, as
   objects larger than a line do (an extension toward "modelling the memory cache hierarchy", §5.5);
 * ``copy=True`` adds, for collections that moved objects, the copy approximation: bytes copied /
-  copy bandwidth.
+  copy bandwidth;
+* ``roots=True`` adds the roots phase: ``C_root · (roots − 1)``, with roots the root slots the collection
+  scanned (the microbenchmark's lists hang off one root, whose scan C_fixed already holds).
 """
 
 from __future__ import annotations
@@ -51,17 +53,19 @@ class GcTimePredictor(Parameterised):
     connectivity : bool
     copy : bool
     spacing : bool
+    roots : bool
     """
 
     _parameter_constraints = {"distribution": Options(("pooled", "separate")), "connectivity": Boolean(),
-                              "copy": Boolean(), "spacing": Boolean()}
+                              "copy": Boolean(), "spacing": Boolean(), "roots": Boolean()}
 
     def __init__(self, distribution: str = "pooled", connectivity: bool = False, copy: bool = True,
-                 spacing: bool = False):
+                 spacing: bool = False, roots: bool = False):
         self.distribution = distribution
         self.connectivity = connectivity
         self.copy = copy
         self.spacing = spacing
+        self.roots = roots
 
     def fit(self, costs: GcCostResults, profile: AppProfile) -> "PredictionResults":
         self.validate_params()
@@ -83,6 +87,12 @@ class GcTimePredictor(Parameterised):
             if profile.spacing is None:
                 raise ModelInputError(f"{profile.name}: the spacing extension needs the live-spacing table "
                                       "(gc, spacing, count)")
+        if self.roots:
+            if costs.c_root is None:
+                raise ModelInputError("the roots term needs the microbenchmark's root counts and roots-phase "
+                                      "times (columns 'roots', 'roots_seconds' at two or more root counts)")
+            if log["roots"].isna().any():
+                raise ModelInputError(f"{profile.name}: the roots term needs the GC log column 'roots'")
         warnings: list[str] = []
         rows = []
         for r in log.itertuples(index=False):
@@ -120,7 +130,8 @@ class GcTimePredictor(Parameterised):
                 elif not warnings:
                     warnings.append("collections copied objects but no copy bandwidth was given: "
                                     "their copy term is 0")
-            pred = fixed + live_s + dead_s + spacing_s + conn_s + copy_s
+            roots_s = costs.c_root * max(float(r.roots) - 1.0, 0.0) if self.roots else 0.0
+            pred = fixed + live_s + dead_s + spacing_s + conn_s + copy_s + roots_s
             actual = float(r.actual_s)
             err = 100.0 * (pred - actual) / actual if actual > 0 else float("nan")
             rows.append({"gc": int(r.gc), "explicit": bool(r.explicit), "compacted": bool(r.compacted),
@@ -128,7 +139,7 @@ class GcTimePredictor(Parameterised):
                          "dead_objects": float(r.dead), "bytes_copied": float(r.bytes_copied),
                          "actual_s": actual, "predicted_s": pred, "error_pct": err, "fixed_s": fixed,
                          "live_s": live_s, "dead_s": dead_s, "spacing_s": spacing_s, "connectivity_s": conn_s,
-                         "copy_s": copy_s})
+                         "copy_s": copy_s, "roots_s": roots_s})
         return PredictionResults(predictor=self, costs=costs, profile=profile, table=pd.DataFrame(rows),
                                  warnings=tuple(warnings))
 

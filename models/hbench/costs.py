@@ -13,6 +13,9 @@ fan-in extension and the copy bandwidth of the copy approximation.
   live steps' mark-phase times the same way; the analyzer's spacing extension uses it.
 * ``C_ref``: the extra time per further reference field (``fanout`` rows: two fields against one);
   ``C_visit``: per further incoming reference (``fanin`` rows against the two-field ``fanout`` rows).
+* ``C_root`` (when the table has ``roots`` and ``roots_seconds`` at two or more root counts): the slope of
+  the ``live`` steps' roots-phase times over the root slots scanned.  The ``roots`` rows serve this fit
+  alone (their empty steps scan null slots, their lists are one object long).
 """
 
 from __future__ import annotations
@@ -74,7 +77,10 @@ class GcCostModel(Parameterised):
         params = self.get_params()
         if params["copy_bandwidth"] is not None:
             params["copy_bandwidth"] = float(params["copy_bandwidth"])
-        mb = normalise_microbench(microbench, source)
+        everything = normalise_microbench(microbench, source)
+        mb = everything[everything["purpose"] != "roots"]
+        if mb.empty:
+            raise ModelInputError(f"{source}: only 'roots' rows; C_fixed, C_live and C_dead need the others")
         empty = mb[mb["step"] == "empty"]
         if empty["heap_bytes"].nunique() < 2:
             raise ModelInputError(f"{source}: C_fixed needs 'empty' steps at two or more heap sizes "
@@ -129,8 +135,17 @@ class GcCostModel(Parameterised):
         if not twin.empty and not two.empty:
             s = twin["object_size"].iloc[0]
             c_visit = float(twin[twin["object_size"] == s]["per"].mean() - two[two["object_size"] == s]["per"].mean())
+        c_root = None
+        if {"roots", "roots_seconds"} <= set(everything.columns):
+            rooted = everything[(everything["step"] == "live") & everything["roots"].notna()
+                                & everything["roots_seconds"].notna()]
+            if rooted["roots"].nunique() >= 2:
+                fit = ols(rooted["roots"], rooted["roots_seconds"])
+                c_root = fit.slope
+                conn["c_root_r2"], conn["c_root_points"] = fit.r2, fit.n
         return GcCostResults(model=self, fixed=fixed, table=table, c_ref=c_ref, c_visit=c_visit,
-                             copy_bandwidth=params["copy_bandwidth"], microbench=mb, extra=conn)
+                             copy_bandwidth=params["copy_bandwidth"], microbench=mb, extra=conn,
+                             c_root=c_root)
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,6 +159,7 @@ class GcCostResults:
     copy_bandwidth: float | None
     microbench: pd.DataFrame
     extra: dict = field(default_factory=dict)
+    c_root: float | None = None
 
     # ---- evaluation ----------------------------------------------------------------------------
     def c_fixed(self, heap_bytes) -> np.ndarray:
@@ -204,7 +220,7 @@ class GcCostResults:
             "c_dead_s": {str(int(s)): float(v) for s, v in zip(self.table["object_size"], self.table["c_dead"])},
             "c_mark_s": ({str(int(s)): float(v) for s, v in zip(self.table["object_size"], self.table["c_mark"])}
                          if self.has_mark else None),
-            "c_ref_s": self.c_ref, "c_visit_s": self.c_visit,
+            "c_ref_s": self.c_ref, "c_visit_s": self.c_visit, "c_root_s": self.c_root,
             "copy_bandwidth_bytes_per_s": self.copy_bandwidth,
             "knee_live_bytes": self.knee("live"), "knee_dead_bytes": self.knee("dead"),
         }
@@ -217,6 +233,8 @@ class GcCostResults:
             lines.append(f"  C_ref = {self.c_ref * 1e6:.4g} us per further reference field")
         if self.c_visit is not None:
             lines.append(f"  C_visit = {self.c_visit * 1e6:.4g} us per further incoming reference")
+        if self.c_root is not None:
+            lines.append(f"  C_root = {self.c_root * 1e9:.4g} ns per root slot")
         if self.copy_bandwidth:
             lines.append(f"  copy bandwidth = {self.copy_bandwidth / MB:.4g} MB/s")
         lines.append(self.table_5_4.to_string(index=False, float_format=lambda v: f"{v:.3e}"))
@@ -252,9 +270,9 @@ class GcCostResults:
         return plot_memory_reads(self)
 
     def predict(self, profile, distribution: str = "pooled", connectivity: bool = False, copy: bool = True,
-                spacing: bool = False):
+                spacing: bool = False, roots: bool = False):
         """Predict every collection of an application profile; see :mod:`models.hbench.analyzer`."""
         from whatif.models.hbench.analyzer import GcTimePredictor
 
         return GcTimePredictor(distribution=distribution, connectivity=connectivity, copy=copy,
-                               spacing=spacing).fit(self, profile)
+                               spacing=spacing, roots=roots).fit(self, profile)

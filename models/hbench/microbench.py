@@ -11,7 +11,10 @@ The microbenchmark populates the heap with an array of ``n_lists`` singly linked
   slopes of the ``live`` and ``dead`` times over the count (seed Table 5-4);
 * ``fanout`` and ``fanin`` -- the future work of §5.2.1.2/§5.3.2: objects with a second reference field
   (null), and with a second field pointing to the same next object (fan-in two), which give the cost
-  of each further reference field and of each further incoming reference.
+  of each further reference field and of each further incoming reference;
+* ``roots`` -- one-object lists, each held by a root slot of its own, at several root counts: C_root, the
+  time the roots phase spends per root slot (the seed's lists hang off one array, so its formula has no
+  root term; an application's collector scans thousands of roots).
 
 The table a run of the plan produces (and that measured microbenchmark results must follow), one row
 per step of each configuration:
@@ -22,11 +25,13 @@ heap_bytes      heap size (or ``heap_mb``)
 object_size     payload bytes per object (header excluded)
 objects         list objects (n_lists x list_length)
 gc_seconds      the collection's time (or ``gc_ms``)
-purpose         fixed | size | fanout | fanin (optional; inferred otherwise)
+purpose         fixed | size | fanout | fanin | roots (optional; inferred otherwise)
 fields          reference fields per object (optional, default 1)
 fan_in          incoming references per object (optional, default 1)
 memory_reads    memory reads during the collection (optional; seed Figures 5-4, 5-7)
 mark_seconds    time of the collection's mark phase (optional; for the spacing extension)
+roots           root slots the collection scanned (optional; with ``roots_seconds``, for C_root)
+roots_seconds   time of the collection's roots phase (optional)
 ==============  ============================================================
 """
 
@@ -46,7 +51,7 @@ TABLE_5_4_SIZES = tuple(range(12, 133, 8))
 #: larger sizes, measured so that large arrays are not priced at 132 bytes (TLB and page effects)
 LARGE_SIZES = (252, 508, 1020, 4092, 16380)
 STEPS = ("live", "dead", "empty")
-PURPOSES = ("fixed", "size", "fanout", "fanin")
+PURPOSES = ("fixed", "size", "fanout", "fanin", "roots")
 MB = 1024 * 1024
 
 
@@ -77,6 +82,7 @@ class MicrobenchPlan(Parameterised):
         "header_bytes": Interval(int, 0, None),
         "scale": _POSITIVE,
         "large_lists": _POSITIVE_INT,
+        "root_counts": ListOf(_POSITIVE_INT),
     }
 
     object_sizes: tuple[int, ...] = TABLE_5_4_SIZES + LARGE_SIZES
@@ -91,6 +97,7 @@ class MicrobenchPlan(Parameterised):
     header_bytes: int = 4
     scale: float = 1.0
     large_lists: int = 4                                     # lists of objects of 4 KB and more
+    root_counts: tuple[int, ...] = (1024, 4096, 16384)       # roots rows (not scaled: a root is a slot)
 
     def __post_init__(self) -> None:
         self.validate_params()
@@ -107,7 +114,7 @@ class MicrobenchPlan(Parameterised):
 
     def configurations(self) -> list[dict]:
         """One dict per microbenchmark run: purpose, heap_bytes, n_lists, list_length, object_size,
-        fields, twin."""
+        fields, twin, rooted."""
         out = []
         sc = self.scale
         fixed_lists = self._lists(self.fixed_object_size)
@@ -131,7 +138,10 @@ class MicrobenchPlan(Parameterised):
         for purpose, fields, twin in (("fanout", 1, False), ("fanout", 2, False), ("fanin", 2, True)):
             out.append(dict(purpose=purpose, heap_bytes=size_heap // 8 * 8, n_lists=nl, list_length=length,
                             object_size=s, fields=fields, twin=twin))
-        return out
+        for r in self.root_counts:
+            out.append(dict(purpose="roots", heap_bytes=size_heap // 8 * 8, n_lists=int(r), list_length=1,
+                            object_size=self.fixed_object_size, fields=1, twin=False))
+        return [dict(c, rooted=c["purpose"] == "roots") for c in out]
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -214,7 +224,7 @@ def normalise_microbench(df: pd.DataFrame, source: str = "microbenchmark table")
     else:
         out["purpose"] = ["fanin" if fi > 1 else "fanout" if f > 1 else "size"
                           for f, fi in zip(out["fields"], out["fan_in"])]
-    for col in ("memory_reads", "mark_seconds"):
+    for col in ("memory_reads", "mark_seconds", "roots", "roots_seconds"):
         if col in cols:
             out[col] = _numeric(df, col, source, allow_missing=True).to_numpy()
     return out

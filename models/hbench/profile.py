@@ -15,6 +15,7 @@ bytes_copied          optional  bytes moved by the collection; default 0
 compacted             optional  objects were moved; default bytes_copied > 0
 mark_visits           optional  incoming references the collector followed to live objects (fan-in)
 references_scanned    optional  reference fields of live objects (fan-out)
+roots                 optional  root slots the collector scanned (the analyzer's roots term)
 ====================  ========  =====================================================================
 
 Histogram columns: ``gc``, ``object_size`` (payload bytes), and ``live`` and ``dead`` counts, or one
@@ -117,7 +118,7 @@ class AppProfile:
         out["bytes_copied"] = _numeric(log, "bytes_copied", source).to_numpy() if "bytes_copied" in cols else 0.0
         out["compacted"] = (_bool(log, "compacted", source) if "compacted" in cols
                             else out["bytes_copied"].to_numpy() > 0)
-        for col in ("mark_visits", "references_scanned"):
+        for col in ("mark_visits", "references_scanned", "roots"):
             out[col] = _numeric(log, col, source).to_numpy() if col in cols else np.nan
         if not isinstance(hist, pd.DataFrame) or hist.empty:
             raise ModelInputError(f"{hist_source}: the object-size histogram is empty")

@@ -9,7 +9,7 @@ sweep counts one application's collections over heap sizes (functional simulatio
 
 ``[hbench]`` keys: ``applications`` (workload names), ``scale`` (volume and heap scale, (0, 1]),
 ``collector``, ``heap_mb`` (table: application -> full-size heap MB; default the behaviour's),
-``distribution`` ("pooled" | "separate"), ``connectivity`` (bool), ``spacing`` (bool), ``goal_pct``, ``[hbench.microbench]``
+``distribution`` ("pooled" | "separate"), ``connectivity`` (bool), ``spacing`` (bool), ``roots`` (bool), ``goal_pct``, ``[hbench.microbench]``
 (fields of :class:`models.hbench.MicrobenchPlan`), ``[hbench.heap_sweep]`` (``application``,
 ``factors`` of its heap).
 
@@ -20,7 +20,7 @@ sweep counts one application's collections over heap sizes (functional simulatio
                      "without_explicit": {...}, "thesis_form": {...}, "allocated_objects": n, "out_of_memory": b,
                      "inputs": {"total_alloc_mb" | "heap_mb" | "explicit_gc": {"value", "what", "source"},
                                 "scale": x, "heap_bytes_simulated": n}}},
-     "cost_functions": {"c_fixed": {...}, "c_live_s": {size: s}, "c_dead_s": {...}, "c_ref_s": x, ...},
+     "cost_functions": {"c_fixed": {...}, "c_live_s": {size: s}, "c_dead_s": {...}, "c_ref_s": x, "c_root_s": x, ...},
      "goal": {"pct": 5, "apps_within": k, "applications": n, "met": bool},
      "heap_sweep": {...}, "platform": name, "runs": [...]   (runs: one entry per run when there are several)}
 
@@ -74,6 +74,7 @@ class HbenchSpec(BaseModel):
     distribution: Literal["pooled", "separate"] = "pooled"
     connectivity: bool = True
     spacing: bool = True
+    roots: bool = True
     goal_pct: float = Field(default=5.0, gt=0)
     microbench: dict[str, Any] = {}
     heap_sweep: HeapSweep | None = None
@@ -98,7 +99,7 @@ def run_task(item: dict, shared: dict, progress=None) -> dict:
         heap = c["heap_bytes"] * (2 if shared["collector"] == "copying" else 1)     # two semispaces
         rows = run_microbenchmark(platform, heap, c["n_lists"], c["list_length"], c["object_size"],
                                   collector=shared["collector"], seed=shared["seed"], fields=c["fields"],
-                                  twin=c["twin"])
+                                  twin=c["twin"], rooted=c.get("rooted", False))
         for r in rows:
             r["purpose"] = c["purpose"]
         out = {"rows": rows}
@@ -146,13 +147,17 @@ class HbenchGcStudy(StudyKind):
         if spec.collector == "copying" and spec.spacing:
             raise self.fail("hbench.spacing", "the spacing extension prices the mark phase, which the copying "
                                               "collector does not have; set spacing = false")
+        if spec.collector == "copying" and spec.roots:
+            raise self.fail("hbench.roots", "the roots term prices the roots phase, which the copying collector "
+                                            "does not time apart; set roots = false")
         for name in spec.heap_mb:
             if name not in spec.applications:
                 raise self.fail("hbench.heap_mb", f"{name!r} is not one of the applications")
 
     def run(self, ctx) -> StudyOutput:
         spec, plan, behaviours = self.spec["hbench"], self.microbench, self.behaviours
-        items = [{"kind": "copy"}] + [{"kind": "microbench", "config": c} for c in plan.configurations()]
+        configs = [c for c in plan.configurations() if spec.roots or not c["rooted"]]
+        items = [{"kind": "copy"}] + [{"kind": "microbench", "config": c} for c in configs]
         for w in spec.applications:
             items.append({"kind": "app", "workload": w, "heap_mb": spec.heap_mb.get(w, behaviours[w].heap_mb)})
         if spec.heap_sweep is not None:
@@ -188,7 +193,7 @@ class HbenchGcStudy(StudyKind):
                                           spacing=o["spacing"])
             profiles[name] = prof
             headline[name] = costs.predict(prof, distribution=spec.distribution, connectivity=spec.connectivity,
-                                           spacing=spec.spacing)
+                                           spacing=spec.spacing, roots=spec.roots)
             thesis[name] = costs.predict(prof, distribution="pooled", connectivity=False)
             logs.append(o["log"].assign(application=name))
             hists.append(o["hist"].assign(application=name))
@@ -229,7 +234,7 @@ class HbenchGcStudy(StudyKind):
                "goal": {"pct": spec.goal_pct, "apps_within": within, "applications": len(apps),
                         "met": within >= len(apps) - 1},
                "form": {"distribution": spec.distribution, "connectivity": spec.connectivity,
-                        "spacing": spec.spacing}}
+                        "spacing": spec.spacing, "roots": spec.roots}}
         if r["sweep"]:
             doc["heap_sweep"] = {"application": spec.heap_sweep.application,
                                  "heap_mb_source": f"factor x {self._heap_source(spec, spec.heap_sweep.application)}",
@@ -370,6 +375,8 @@ def fill_report(rep, spec: HbenchSpec, plan: MicrobenchPlan, per_run: list[dict]
             + (", plus the fan-out/fan-in terms of §5.2.1.2" if spec.connectivity else "")
             + (", pricing each survivor's marking at its spacing in the heap (a heap-dump measure) rather than "
                "its size" if spec.spacing else "")
+            + (", plus the roots phase, C_root per root slot scanned (measured with lists held by roots of their "
+               "own at several root counts; the seed's lists hang off one array)" if spec.roots else "")
             + ", plus bytes copied / copy bandwidth for collections that moved objects.  The thesis form "
               "(pooled distribution, no extensions) is reported alongside.")
         rep.heading("Collector characterisation (Table 5-4)")

@@ -18,6 +18,9 @@ records the time, cycles, instructions, the mark phase's time and the memory rea
 collection (seed 003 Figures 5-4 and 5-7), and the lines it wrote back to memory: a flush that stores
 leaves the caches dirty, as an application's allocation does, and the collection that evicts them writes
 them back; ``dirty_flush=False`` flushes with loads, so the two runs differ by that traffic alone.
+With ``rooted=True`` each list is held by a root slot of its own instead of the array's field (an
+application's collector scans thousands of roots: stack slots, statics, JNI handles), and the rows' roots
+phase times (``roots_seconds``) over their root counts give the cost of scanning a root.
 ``copy_bandwidth`` measures the platform's copy bandwidth the same way (a memcpy stream), the figure the
 HBench:JGC analyzer divides bytes copied by.
 """
@@ -37,7 +40,7 @@ from whatif.simulator.gc.config import heap_config
 from whatif.simulator.gc.heap import Heap
 from whatif.simulator.gc.mutator import flush, touch
 from whatif.simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS, R_TMP, alu, branch, load, store
-from whatif.simulator.gc.state import IMMORTAL
+from whatif.simulator.gc.state import IMMORTAL, S_NROOTS, grown
 from whatif.simulator.gc.timing import GcTimer, empty_buffer
 from whatif.simulator.isa import InstrBlock
 from whatif.jitcache import drop_stale_caches
@@ -48,15 +51,32 @@ MB = 1024 * 1024
 PC_COPY = PC_ALLOC + 0x100
 
 
+@njit(cache=True)
+def _build_rooted_lists(H, n_lists, length, payload):
+    """The lists of ``build_lists``, each held by a root slot of its own (the root table must have room for
+    ``n_lists`` more); returns 0, or -1 when the heap is too small."""
+    for i in range(n_lists):
+        head = -1
+        for j in range(length):
+            a = KA.alloc_raw(H, payload, 1)
+            if a < 0:
+                return -1
+            KA.set_field(H, a, 0, head)
+            head = a
+        KA.add_root(H, head, IMMORTAL)
+    return 0
+
+
 def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_length: int, object_size: int,
                        collector: str = "mark-sweep", header_bytes: int = 4, seed: int = 0,
                        flush_before: tuple[str, ...] = ("dead", "empty"), fields: int = 1,
-                       twin: bool = False, dirty_flush: bool = True) -> list[dict]:
+                       twin: bool = False, dirty_flush: bool = True, rooted: bool = False) -> list[dict]:
     """One configuration of the microbenchmark: three rows (live, dead, empty).  ``fields`` reference
     fields per object (1: just ``next``); ``twin``: the second field also points to the next object
     (fan-in two), the variants that separate the fan-out and fan-in costs of seed 003 §5.2.1.2.
     ``dirty_flush=False``: the flushes load the mutator's data instead of storing it, so the caches a
-    collection finds are clean and it writes back only its own lines."""
+    collection finds are clean and it writes back only its own lines.  ``rooted``: each list is held by a
+    root slot of its own instead of the array's field (one reference field per object)."""
     for name, value in (("n_lists", n_lists), ("list_length", list_length), ("object_size", object_size),
                         ("fields", fields)):
         if value <= 0:
@@ -65,7 +85,14 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
     heap = Heap(cfg)
     if 4 * fields > object_size:
         raise SimulatorInputError(f"microbenchmark: {fields} reference fields do not fit in {object_size} bytes")
-    arr = KA.build_lists(heap.H, n_lists, list_length, object_size, IMMORTAL, fields, twin)
+    if rooted and (fields != 1 or twin):
+        raise SimulatorInputError("microbenchmark: rooted lists have one reference field per object")
+    if rooted:
+        while len(heap.H.r_addr) <= int(heap.H.S[S_NROOTS]) + n_lists:
+            heap.H = grown(heap.H, "roots")
+        arr = _build_rooted_lists(heap.H, n_lists, list_length, object_size)
+    else:
+        arr = KA.build_lists(heap.H, n_lists, list_length, object_size, IMMORTAL, fields, twin)
     if arr < 0:
         need = n_lists * list_length * heap.object_size(object_size) + heap.object_size(4 * n_lists)
         raise SimulatorInputError(f"microbenchmark: {n_lists} x {list_length} objects of {object_size} bytes "
@@ -75,7 +102,9 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
     touch(timer.memory, np.array([0], np.int64), np.array([used], np.int64))
     rows = []
     for step in STEPS:
-        if step == "dead":
+        if step == "dead" and rooted:
+            heap.H.r_addr[:int(heap.H.S[S_NROOTS])] = 0        # every slot null
+        elif step == "dead":
             arr = heap.roots()[0]
             for i in range(n_lists):
                 KA.set_field(heap.H, arr, i, -1)
@@ -89,6 +118,8 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
                      "gc_seconds": platform.cycles_to_seconds(c.cycles), "cycles": int(c.cycles),
                      "mark_seconds": platform.cycles_to_seconds(c.phase_cycles["mark"])
                      if "mark" in c.phase_cycles else float("nan"),
+                     "roots": int(c.roots), "roots_seconds": platform.cycles_to_seconds(c.phase_cycles["roots"])
+                     if "roots" in c.phase_cycles else float("nan"),
                      "instructions": int(c.instructions), "memory_reads": int(c.memory_reads),
                      "memory_writes": int(c.memory_writes), "dirty_flush": bool(dirty_flush),
                      "live_objects": int(c.live_objects), "dead_objects": int(c.dead_objects)})
