@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator import wordops
 from whatif.simulator.errors import SimulatorInputError
-from whatif.jitcache import drop_stale_caches
 from whatif.simulator.wordops import ctz as _ctz
 from whatif.simulator.wordops import MappedReader
 from whatif.simulator.wordops import load8 as _load8

@@ -13,10 +13,10 @@ import sys
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator import isa
 from whatif.simulator.isa import (FIELDS, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET,
                            OP_STORE, InstrBlock, isa_for)
-from whatif.jitcache import drop_stale_caches
 
 CODE_BASE = 0x400000
 DATA_BASE = 0x10000000

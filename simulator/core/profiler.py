@@ -44,9 +44,9 @@ import sys
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator.core import timing as TM
 from whatif.simulator.errors import constraint_error
-from whatif.jitcache import drop_stale_caches
 from whatif.simulator.isa import OP_CALL, OP_RET
 
 SAMPLED_EVENTS = ("Icachemiss", "TLBmiss", "DTLBmiss", "Dcachemiss", "AGIstall", "Branchmispredict")

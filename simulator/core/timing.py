@@ -103,6 +103,7 @@ import sys
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator import isa
 from whatif.simulator.core import counters as V
 from whatif.simulator.core import predictors
@@ -111,7 +112,6 @@ from whatif.simulator.core.predictors import OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_D
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FLAG_SERIALIZING, OP_ALU, OP_BRANCH, OP_CALL, \
     OP_DIV, OP_FP, OP_JUMP, OP_LOAD, OP_MUL, OP_RET, OP_STORE
 from whatif.simulator.core import memport, raw
-from whatif.jitcache import drop_stale_caches
 from whatif.simulator.memory import caches as MC
 from whatif.simulator.memory import kernel as MK
 from whatif.simulator.memory import state as MS

@@ -38,13 +38,13 @@ import sys
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator import isa
 from whatif.simulator.core import counters as V
 from whatif.simulator.core import memport, predictors, raw
 from whatif.simulator.core import timing as TM
 from whatif.simulator.core.predictors import OUT_DIR, OUT_TGT, predict_control
 from whatif.simulator.isa import CONTROL_OPS, OP_BRANCH, OP_LOAD, OP_STORE
-from whatif.jitcache import drop_stale_caches
 from whatif.simulator.memory import caches as MC
 from whatif.simulator.memory import kernel as MK
 from whatif.simulator.memory import state as MS

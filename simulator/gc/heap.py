@@ -17,6 +17,7 @@ from typing import Callable, Generator
 
 import numpy as np
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator import isa
 from whatif.simulator.gc import kernel_alloc as KA
 from whatif.simulator.gc import kernel_copying as KC
@@ -34,7 +35,6 @@ from whatif.simulator.gc.state import (A_GROW_ROOTS, COLLECTOR_IDS, P_CLEAR, P_C
                                 new_arrays)
 from whatif.simulator.gc.timing import empty_buffer
 from whatif.simulator.isa import InstrBlock
-from whatif.jitcache import drop_stale_caches
 
 DEFAULT_BUFFER = 1 << 15
 

@@ -32,6 +32,7 @@ import sys
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator import isa
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.gc import kernel_alloc as KA
@@ -43,7 +44,6 @@ from whatif.simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS,
 from whatif.simulator.gc.state import IMMORTAL, S_NROOTS, grown
 from whatif.simulator.gc.timing import GcTimer, empty_buffer
 from whatif.simulator.isa import InstrBlock
-from whatif.jitcache import drop_stale_caches
 from whatif.simulator.platform import Platform
 
 STEPS = ("live", "dead", "empty")
@@ -155,4 +155,4 @@ def copy_bandwidth(platform: Platform, nbytes: int = 4 * MB, seed: int = 0) -> d
             "bytes_per_second": nbytes / seconds if seconds > 0 else float("inf")}
 
 
-drop_stale_caches("gc_microbench", (isa, layout, state, sys.modules[__name__]))   # layout's helpers inlined
+drop_stale_caches("gc_microbench", (isa, layout, state, KA, sys.modules[__name__]))   # layout's helpers inlined, KA's linked

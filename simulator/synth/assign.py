@@ -21,9 +21,9 @@ import sys
 import numpy as np
 from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator.isa import FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, OP_ALU, OP_BRANCH, OP_CALL, OP_DIV, OP_FP, \
     OP_LOAD, OP_MUL, OP_STORE
-from whatif.jitcache import drop_stale_caches
 from whatif.simulator.synth import streams as streams_module
 from whatif.simulator.synth.streams import M1, mix64, to_unit
 from whatif.simulator.synth.structure import (T_IF, T_LOOP, T_NONE, PhaseCode, SourceDraws, block_weights,
