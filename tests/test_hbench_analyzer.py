@@ -126,6 +126,9 @@ def test_roots_term_prices_every_root_slot_but_the_microbenchmarks_one():
     plain = GcCostModel().fit(mb)
     assert costs.c_root == pytest.approx(c_root) and plain.c_root is None
     assert costs.c_live(28) == pytest.approx(c_live(28)) and costs.fixed.slope == pytest.approx(B)
+    # a measured table without the purpose column: rows that scanned more than one root are the roots rows
+    unlabelled = GcCostModel().fit(pd.concat([mb, rooted], ignore_index=True).drop(columns=["purpose"]))
+    assert unlabelled.c_root == pytest.approx(c_root) and unlabelled.c_live(28) == pytest.approx(c_live(28))
     assert costs.to_dict()["c_root_s"] == pytest.approx(c_root) and "C_root = 15 ns" in str(costs.summary())
     log, hist = profile_tables()
     log = log.assign(roots=np.arange(len(log)) * 1000 + 1)

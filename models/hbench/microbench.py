@@ -25,7 +25,8 @@ heap_bytes      heap size (or ``heap_mb``)
 object_size     payload bytes per object (header excluded)
 objects         list objects (n_lists x list_length)
 gc_seconds      the collection's time (or ``gc_ms``)
-purpose         fixed | size | fanout | fanin | roots (optional; inferred otherwise)
+purpose         fixed | size | fanout | fanin | roots (optional; inferred otherwise: roots when a row
+                scanned more than one root)
 fields          reference fields per object (optional, default 1)
 fan_in          incoming references per object (optional, default 1)
 memory_reads    memory reads during the collection (optional; seed Figures 5-4, 5-7)
@@ -221,10 +222,11 @@ def normalise_microbench(df: pd.DataFrame, source: str = "microbenchmark table")
             raise ModelInputError(f"{source}: row {row + 1}, column 'purpose': must be one of "
                                   f"{', '.join(PURPOSES)}, got {shown(df['purpose'].iloc[row])}")
         out["purpose"] = purpose.to_numpy()
-    else:
-        out["purpose"] = ["fanin" if fi > 1 else "fanout" if f > 1 else "size"
-                          for f, fi in zip(out["fields"], out["fan_in"])]
     for col in ("memory_reads", "mark_seconds", "roots", "roots_seconds"):
         if col in cols:
             out[col] = _numeric(df, col, source, allow_missing=True).to_numpy()
+    if "purpose" not in cols:
+        many_roots = out["roots"].to_numpy() > 1 if "roots" in out else np.zeros(len(out), bool)
+        out["purpose"] = ["roots" if r else "fanin" if fi > 1 else "fanout" if f > 1 else "size"
+                          for r, f, fi in zip(many_roots, out["fields"], out["fan_in"])]
     return out
