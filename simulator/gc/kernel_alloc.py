@@ -286,16 +286,20 @@ def set_field(H, addr, k, target):
 
 
 @njit(cache=True)
-def build_lists(H, n_lists, length, payload, immortal_death, fields=1, twin=False):
+def build_lists(H, n_lists, length, payload, immortal_death, fields=1, twin=False, rooted=False):
     """The microbenchmark heap of seed 003 §5.3.2: an array object whose ``n_lists`` fields head singly
     linked lists of ``length`` objects of ``payload`` bytes each, built list by list with head insertion.
     Each object has ``fields`` reference fields: field 0 is ``next``; with ``twin`` field 1 also points to
     the next object (every object then has two incoming references), otherwise the others are null.
-    Returns the array's offset, or -1 when the heap is too small."""
-    arr = alloc_raw(H, 4 * n_lists, n_lists)
-    if arr < 0:
-        return -1
-    add_root(H, arr, immortal_death)
+    With ``rooted`` there is no array: each list is held by a root slot of its own (the root table must
+    have room for ``n_lists`` more).  Returns the array's offset (0 when ``rooted``), or -1 when the heap
+    is too small."""
+    arr = 0
+    if not rooted:
+        arr = alloc_raw(H, 4 * n_lists, n_lists)
+        if arr < 0:
+            return -1
+        add_root(H, arr, immortal_death)
     for i in range(n_lists):
         head = -1
         for j in range(length):
@@ -306,5 +310,8 @@ def build_lists(H, n_lists, length, payload, immortal_death, fields=1, twin=Fals
             if twin and fields > 1:
                 set_field(H, a, 1, head)
             head = a
-        set_field(H, arr, i, head)
+        if rooted:
+            add_root(H, head, immortal_death)
+        else:
+            set_field(H, arr, i, head)
     return arr

@@ -51,22 +51,6 @@ MB = 1024 * 1024
 PC_COPY = PC_ALLOC + 0x100
 
 
-@njit(cache=True)
-def _build_rooted_lists(H, n_lists, length, payload):
-    """The lists of ``build_lists``, each held by a root slot of its own (the root table must have room for
-    ``n_lists`` more); returns 0, or -1 when the heap is too small."""
-    for i in range(n_lists):
-        head = -1
-        for j in range(length):
-            a = KA.alloc_raw(H, payload, 1)
-            if a < 0:
-                return -1
-            KA.set_field(H, a, 0, head)
-            head = a
-        KA.add_root(H, head, IMMORTAL)
-    return 0
-
-
 def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_length: int, object_size: int,
                        collector: str = "mark-sweep", header_bytes: int = 4, seed: int = 0,
                        flush_before: tuple[str, ...] = ("dead", "empty"), fields: int = 1,
@@ -87,12 +71,9 @@ def run_microbenchmark(platform: Platform, heap_bytes: int, n_lists: int, list_l
         raise SimulatorInputError(f"microbenchmark: {fields} reference fields do not fit in {object_size} bytes")
     if rooted and (fields != 1 or twin):
         raise SimulatorInputError("microbenchmark: rooted lists have one reference field per object")
-    if rooted:
-        while len(heap.H.r_addr) <= int(heap.H.S[S_NROOTS]) + n_lists:
-            heap.H = grown(heap.H, "roots")
-        arr = _build_rooted_lists(heap.H, n_lists, list_length, object_size)
-    else:
-        arr = KA.build_lists(heap.H, n_lists, list_length, object_size, IMMORTAL, fields, twin)
+    while rooted and len(heap.H.r_addr) <= int(heap.H.S[S_NROOTS]) + n_lists:
+        heap.H = grown(heap.H, "roots")
+    arr = KA.build_lists(heap.H, n_lists, list_length, object_size, IMMORTAL, fields, twin, rooted)
     if arr < 0:
         need = n_lists * list_length * heap.object_size(object_size) + heap.object_size(4 * n_lists)
         raise SimulatorInputError(f"microbenchmark: {n_lists} x {list_length} objects of {object_size} bytes "
@@ -155,4 +136,4 @@ def copy_bandwidth(platform: Platform, nbytes: int = 4 * MB, seed: int = 0) -> d
             "bytes_per_second": nbytes / seconds if seconds > 0 else float("inf")}
 
 
-drop_stale_caches("gc_microbench", (isa, layout, state, KA, sys.modules[__name__]))   # layout's helpers inlined, KA's linked
+drop_stale_caches("gc_microbench", (isa, layout, state, sys.modules[__name__]))   # layout's helpers inlined
