@@ -41,7 +41,8 @@ UNIT_PREFERENCE = {
 NO_RECORDS = np.zeros((0, TM.NREC), dtype=np.int64)     # records off: the kernel writes nothing
 NEVER = -(1 << 62)                                        # the retirement cycle of a never-written register
 CoreState = namedtuple("CoreState", ["S", "rob_ring", "lq_ring", "sq_ring", "fq_ring", "reg_ready", "reg_partial",
-                                     "reg_wseq", "reg_retired", "reg_port", "ring_tag", "ring_cnt", "ufree", "mshr",
+                                     "reg_wseq", "reg_retired", "reg_port", "ring_tag", "ring_cnt", "rs_bits", "ufree",
+                                     "mshr",
                                      "opcount"])
 
 
@@ -119,7 +120,8 @@ def new_state(cfg: np.ndarray) -> CoreState:
         sq_ring=np.zeros(cfg[TM.K_SQ], np.int64), fq_ring=np.zeros(cfg[TM.K_FQ], np.int64),
         reg_ready=reg_ready, reg_partial=reg_partial, reg_wseq=reg_wseq, reg_retired=reg_retired,
         reg_port=reg_port,
-        ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int16), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
+        ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int16),
+        rs_bits=np.zeros(TM.RS_WORDS, np.uint64), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
         mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64), opcount=np.zeros(len(OP_NAMES), np.int64))
 
 

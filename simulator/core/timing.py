@@ -102,6 +102,7 @@ import sys
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from whatif.jitcache import drop_stale_caches
 from whatif.simulator import isa
@@ -121,6 +122,8 @@ RING = 1 << 15                 # issue-reservation ring (cycles)
 HORIZON = RING // 2            # reservations are tracked this many cycles beyond dispatch
 RING_COLS = 8                  # per cycle: issues, issues per unit class (6), RS releases
 RS_COL = 7
+RS_WORDS = RING // 64          # rs_bits: a bit per ring row, set while the row holds RS releases the cursor
+#                                has not read (the cursor skips the cycles without one, 64 at a time)
 MSHR_LEVEL = 15               # an MSHR's level word: the supplying level, and
 MSHR_PREFETCH = 16            # set when a prefetch holds it
 RAT_PENALTY = 3                # [ORM] partial-register merge on Intel Core / Nehalem: 2-3 cycles
@@ -265,14 +268,38 @@ def _ooo_issue(ring_tag, ring_cnt, t0, col, occ, iw, ucnt, horizon_end):
 
 
 @njit(cache=True, inline="always")
-def _rs_advance(ring_tag, ring_cnt, cur, rel, upto):
-    """Move the RS cursor to cycle ``upto``, adding the releases (issues) of the cycles passed."""
+def _rs_advance(ring_tag, ring_cnt, rs_bits, cur, rel, upto, first):
+    """Move the RS cursor to cycle ``upto``, adding the releases (issues) of the cycles passed; with
+    ``first``, stop at the first cycle that has releases instead.  Only the cycles whose ``rs_bits`` bit
+    is set can hold releases (every release lies after the cursor when it is recorded), so the others are
+    skipped a word at a time; a bit read is cleared."""
     while cur < upto:
-        cur += 1
-        row = cur & (RING - 1)
-        if ring_tag[row] == cur:
+        t = cur + 1
+        word = U64((t >> 6) & (RS_WORDS - 1))
+        bits = rs_bits[word] >> U64(t & 63)
+        if bits == 0:
+            cur = t | 63                      # no release in the rest of this word's cycles
+            if cur > upto:
+                cur = upto
+            continue
+        t += np.int64(trailing_zeros(bits))
+        if t > upto:
+            cur = upto
+            break
+        cur = t
+        rs_bits[word] &= ~(U64(1) << U64(t & 63))
+        row = t & (RING - 1)
+        if ring_tag[row] == t:
             rel += ring_cnt[row, RS_COL]
+            if first:
+                break
     return cur, rel
+
+
+@njit(cache=True, inline="always")
+def _rs_mark(rs_bits, t):
+    """Note that cycle ``t``'s ring row holds an RS release."""
+    rs_bits[U64((t >> 6) & (RS_WORDS - 1))] |= U64(1) << U64(t & 63)
 
 
 @njit(cache=True, inline="always")
@@ -299,7 +326,7 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 # ============================================================================ the kernel
 @njit(cache=True)
 def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq, reg_retired,
-             reg_port, ring_tag, ring_cnt, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
+             reg_port, ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
              start, stop, until_cycle, rec):
     """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
@@ -312,8 +339,8 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     fq_ring, reg_ready, reg_partial, reg_wseq = raw.i64(fq_ring), raw.i64(reg_ready), raw.i64(reg_partial), \
         raw.i64(reg_wseq)
     reg_retired, reg_port = raw.i64(reg_retired), raw.i64(reg_port)
-    ring_tag, ring_cnt, ufree, mshr, opcount = raw.i64(ring_tag), raw.i16(ring_cnt), raw.i64(ufree), \
-        raw.i64(mshr), raw.i64(opcount)
+    ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount = raw.i64(ring_tag), raw.i16(ring_cnt), raw.u64(rs_bits), \
+        raw.i64(ufree), raw.i64(mshr), raw.i64(opcount)
     bht, btb, ras, bp, CT, CS = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp), raw.i64(CT), raw.i64(CS)
     pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a = raw.u64(pc_a), raw.u8(op_a), raw.u8(size_a), \
         raw.i8(dst_a), raw.i8(src1_a), raw.i8(src2_a), raw.i8(areg_a)
@@ -474,10 +501,12 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         # needs it moved to ``base``; it never lags more than HORIZON / 2, so no unread ring row is reused)
         b_rs = 0
         if seq - rs_rel >= RS or base - rs_cur > HORIZON // 2:
-            rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, base)
+            rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_bits, rs_cur, rs_rel, base, False)
             if seq - rs_rel >= RS:
+                # full: the first cycle after which fewer than RS are held (the occupancy falls only in
+                # cycles with releases, and the older instructions' releases all lie ahead)
                 while seq - rs_rel >= RS:
-                    rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_cur, rs_rel, rs_cur + 1)
+                    rs_cur, rs_rel = _rs_advance(ring_tag, ring_cnt, rs_bits, rs_cur, rs_rel, rs_cur + RING, True)
                 b_rs = rs_cur
         b_lq = lq_ring[U64(lq_ptr)] if is_load else 0
         b_sq = sq_ring[U64(sq_ptr)] if is_store else 0
@@ -653,6 +682,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         rel_t = e if e <= d + HORIZON else d + HORIZON
         row = _ring_row(ring_tag, ring_cnt, rel_t)
         ring_cnt[row, RS_COL] += 1
+        _rs_mark(rs_bits, rel_t)
 
         # ------------------------------------------------------------------ execute
         p_dtlb = 0

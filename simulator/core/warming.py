@@ -105,9 +105,9 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
 
 
 @njit(cache=True)
-def _shift_ring(ring_tag, ring_cnt, delta, live_after):
+def _shift_ring(ring_tag, ring_cnt, rs_bits, delta, live_after):
     """Move the issue-reservation ring's rows of cycles > ``live_after`` ``delta`` cycles later (row
-    ``t & (RING - 1)`` to row ``(t + delta) & (RING - 1)``).  The timing kernel reads no cycle at or
+    ``t & (RING - 1)`` to row ``(t + delta) & (RING - 1)``), and the RS-release bits with them.  The timing kernel reads no cycle at or
     before the older of the RS cursor and the last dispatch again (issue looks at cycles after dispatch;
     the RS cursor reads the cycles after itself), so the other rows are dead and stay as they are:
     their tags never match a cycle that is read."""
@@ -125,11 +125,14 @@ def _shift_ring(ring_tag, ring_cnt, delta, live_after):
             rows[k] = ring_cnt[row]
             ring_tag[row] = -1                   # vacated (a row whose tag does not match reads as empty)
             k += 1
+    rs_bits[:] = 0                               # (the dead rows' releases are never read again)
     for k in range(n):
         t = tags[k] + delta
         row = t & mask
         ring_tag[row] = t
         ring_cnt[row] = rows[k]
+        if rows[k, TM.RS_COL] != 0:
+            rs_bits[row >> 6] |= np.uint64(1) << np.uint64(row & 63)
 
 
 def shift_time(state, CT: np.ndarray, delta: int) -> None:
@@ -150,7 +153,7 @@ def shift_time(state, CT: np.ndarray, delta: int) -> None:
     state.reg_partial[state.reg_partial >= 0] += delta       # -1: no pending partial write
     state.reg_port[state.reg_port >= 0] += delta             # -1: never read through a port
     state.mshr[:, 0] += delta                                 # busy until (line and level stay)
-    _shift_ring(state.ring_tag, state.ring_cnt, delta, min(S[TM.S_RS_CUR], S[TM.S_LAST_D]) - delta)
+    _shift_ring(state.ring_tag, state.ring_cnt, state.rs_bits, delta, min(S[TM.S_RS_CUR], S[TM.S_LAST_D]) - delta)
     CT[V.CT_CYCLES] += delta
 
 

@@ -55,7 +55,8 @@ def _locate(s, lvl, line):
 @njit(cache=True)
 def _renumber(s, lvl):
     """Before the level's 32-bit clock wraps: renumber the stamps of every set 1..ways in their order
-    (valid ways; an invalid way's stamp is never read).  Returns the largest stamp now in use."""
+    (valid ways; an invalid way's stamp stays 0, which the victim choice relies on).  Returns the largest
+    stamp now in use."""
     c = C0 + lvl * NCOL
     ways = _cfg(s, c + C_WAYS)
     meta0 = _cfg(s, c + C_META0)
@@ -102,25 +103,25 @@ def _touch(s, lvl, slot, set_id, way):
 
 
 @njit(cache=True, inline="always")
-def _victim(s, c, m0, set_id, ways):
-    """The way to evict from the set whose metadata starts at ``m0``: an invalid way first (the lowest),
-    else by the replacement policy."""
+def _victim(s, c, tag0, m0, set_id, ways):
+    """The way to evict from the set whose tags start at ``tag0`` and metadata at ``m0``: an invalid way
+    first (the lowest), else by the replacement policy."""
     policy = _cfg(s, c + C_POLICY)
     if policy == 0 or policy == 2:
-        # LRU / FIFO: the oldest stamp; an invalid way has key 0, below every stamp (stamps start at 1),
-        # and the first of equal keys wins, so this is also "the lowest invalid way first"
+        # LRU / FIFO: the oldest stamp; an invalid way's stamp is 0 (every invalidation clears it), below
+        # every stamp (stamps start at 1), and the first of equal keys wins, so this is also "the lowest
+        # invalid way first"
         way = 0
-        best = (_ldu(s, m0 + M_PS) >> U64(32)) if (_ldu(s, m0 + M_VD) & LOW32) != 0 else U64(0)
+        best = _ldu(s, m0 + M_PS) >> U64(32)
         for w in range(1, ways):
-            m = m0 + w * MW
-            key = (_ldu(s, m + M_PS) >> U64(32)) if (_ldu(s, m + M_VD) & LOW32) != 0 else U64(0)
+            key = _ldu(s, m0 + w * MW + M_PS) >> U64(32)
             if key < best:
                 best = key
                 way = w
         return way
-    for w in range(ways):
-        if (_ldu(s, m0 + w * MW + M_VD) & LOW32) == 0:
-            return w
+    w = _find(s, tag0, ways, EMPTY)                # an invalid way's tag is EMPTY (the lowest such way)
+    if w >= 0:
+        return w
     if policy == 1:
         return _plru_victim(s, _cfg(s, c + C_BITS0) + set_id, _cfg(s, c + C_WAY_BITS))
     return I64(_rand(s) % U64(ways))
@@ -169,9 +170,10 @@ def _install(s, lvl, line, set_id, slot0, mask, dirty_mask, pref_mask):
     n = N0 + lvl * NCOL
     ways = _cfg(s, c + C_WAYS)
     meta0 = _cfg(s, c + C_META0)
-    way = _victim(s, c, meta0 + slot0 * MW, set_id, ways)
+    tag0 = _cfg(s, c + C_TAG0) + slot0
+    way = _victim(s, c, tag0, meta0 + slot0 * MW, set_id, ways)
     slot = slot0 + way
-    ti = _cfg(s, c + C_TAG0) + slot
+    ti = tag0 + way
     m = meta0 + slot * MW
     wb_addr = U64(0)
     wb_bytes = 0

@@ -22,7 +22,9 @@ then, per cache level and TLB, at the absolute offsets held in its C row:
   mask (bits 32-63), ``M_PS`` = prefetched sector mask (bits 0-31) | replacement stamp (bits 32-63;
   LRU and FIFO).  Lines have at most 32 sectors (the platform schema's limit).  A stamp is the
   level's 32-bit clock at the last touch (LRU) or install (FIFO); before the clock would pass 2**32
-  every set's stamps are renumbered 1..ways in the same order, which keeps every victim choice;
+  every set's stamps are renumbered 1..ways in the same order, which keeps every victim choice.  An
+  invalid slot's tag is EMPTY and its two words are 0 (every invalidation clears all three): the victim
+  choice looks for an invalid way among the tags and compares stamps only;
 * per TLB entry a 64-bit stamp (TLBs keep no sector state);
 * per prefetch engine (levels with ``C_PF_ENGINES`` > 0) the time until which it is busy;
 * per streamer (levels with the ``streamer`` prefetcher) ``C_ST_N`` entries of ``ST_WORDS`` words;
