@@ -6,12 +6,15 @@ Wall-clock rates on a shared host drift by 10-15 % between runs of one build (``
 ``bench_core.py``), more than most changes to the kernel move them.  An instruction count does not drift:
 valgrind's callgrind counts the host instructions executed, per address, while ``Core.run`` simulates
 two of ``bench_core.py``'s streams (a dependent chain of ALU operations, and the random program with
-256 KB of data).  Printed per stream: the host instructions of ``timing.simulate`` itself per simulated
-instruction, and of all the compiled code the run executes (memory hierarchy included), each counted in
-a process that runs the stream less the same process without that run (Python's own count varies by
-millions between processes, so only JIT code is counted), against its anchor, the build before unsigned
-indices (bb3b387).  It is a count, not a time: a host instruction that misses the host's caches costs
-more than one that does not.
+256 KB of data), and while ``Machine.run`` simulates 429.mcf (``mcf``: memory-bound, CPI 9; synthesis,
+the OS model and every level of the hierarchy with its prefetchers and page walks).  Printed per stream:
+the host instructions of ``timing.simulate`` itself per simulated instruction, and of all the compiled
+code the run executes (memory hierarchy included), each counted in a process that runs the stream less
+the same process without that run (Python's own count varies by millions between processes, so only JIT
+code is counted), against its anchor: the build before unsigned indices (bb3b387) for the core's
+streams, 6f5bf1a for mcf (the build before the RS cursor's skip over cycles without releases and the
+victim search among the tags).  It is a count, not a time: a host instruction that misses the host's
+caches costs more than one that does not.
 
 The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
 run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation under
@@ -30,9 +33,10 @@ import tempfile
 from pathlib import Path
 
 CPU = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "+avx2"}
-STREAMS = ("chain", "program")
-# bb3b387 (2026-11-28), Nehalem, 200,000 instructions: simulate() itself, all the JIT code of the run
-ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1)}
+STREAMS = ("chain", "program", "mcf")
+# Nehalem, 200,000 instructions: simulate() itself, all the JIT code of the run; bb3b387 (2026-11-28) for
+# the core's streams, 6f5bf1a (2026-11-29) for mcf
+ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1), "mcf": (836.5, 1485.2)}
 SPAN = 0x8000          # bytes of machine code counted from simulate()'s entry (the function is ~20 KB)
 
 
@@ -44,10 +48,22 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
     from whatif.simulator.platform import load_platform
 
     p = load_platform(platform_name)
-    block = MB.dependent_chain(n, p.isa) if stream == "chain" else MB.random_program(n, 7, p.isa, data_kb=256)
-    Core(p).run(MB.random_program(2000, 0))                       # compile or load, outside the count
+    if stream == "mcf":
+        from whatif.simulator.machine import Machine
+        from whatif.simulator.workload import load_workload
+
+        workload = load_workload("429.mcf")
+        Machine(p, workload, 20_000, seed=1).run()                 # compile or load; the program built
+        machine = Machine(p, workload, n, seed=1)                  # built in both runs: only run() differs
+    else:
+        block = MB.dependent_chain(n, p.isa) if stream == "chain" else MB.random_program(n, 7, p.isa, data_kb=256)
+        Core(p).run(MB.random_program(2000, 0))                   # compile or load, outside the count
     cres = TM.simulate.overloads[TM.simulate.signatures[0]]
     Path(addr_file).write_text(str(cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)))
+    if stream == "mcf":
+        if run:
+            machine.run()
+        return
     core = Core(p, MemoryHierarchy(p, seed=1))                   # built in both runs: only run() differs
     if run:
         core.run(block)
@@ -117,19 +133,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instructions", type=int, default=200_000)
     ap.add_argument("--platform", default="nehalem")
+    ap.add_argument("--streams", default=",".join(STREAMS), help="which streams, comma-separated")
     args = ap.parse_args()
+    streams = args.streams.split(",")
+    if not set(streams) <= set(STREAMS):
+        sys.exit(f"--streams: {args.streams!r}: each of {', '.join(STREAMS)}")
     valgrind()
     n = args.instructions
     env = dict(os.environ, **CPU, NUMBA_CACHE_DIR=str(Path(tempfile.gettempdir()) / "whatif-bench-core-ir"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for stream in STREAMS:                        # compile (or load) outside valgrind, for the named CPU
+        for stream in streams:                        # compile (or load) outside valgrind, for the named CPU
             subprocess.run([sys.executable, __file__, "--child", stream, "1000", args.platform, "0",
                             str(work / "warm")], env=env, check=True)
         print(f"{args.platform}, {n:,} simulated instructions per stream; host instructions (callgrind) per "
               f"simulated instruction")
         print(f"{'stream':10s} {'simulate()':>11s} {'anchor':>8s} {'all JIT':>8s} {'anchor':>8s}")
-        for stream in STREAMS:
+        for stream in streams:
             jit0, own0 = callgrind(stream, n, args.platform, False, work, env)     # the warm-up run alone
             jit1, own1 = callgrind(stream, n, args.platform, True, work, env)
             own, total = own1 - own0, jit1 - jit0
