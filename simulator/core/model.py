@@ -42,8 +42,7 @@ NO_RECORDS = np.zeros((0, TM.NREC), dtype=np.int64)     # records off: the kerne
 NEVER = -(1 << 62)                                        # the retirement cycle of a never-written register
 CoreState = namedtuple("CoreState", ["S", "rob_ring", "lq_ring", "sq_ring", "fq_ring", "reg_ready", "reg_partial",
                                      "reg_wseq", "reg_retired", "reg_port", "ring_tag", "ring_cnt", "rs_bits", "ufree",
-                                     "mshr",
-                                     "opcount"])
+                                     "mshr", "opcount"])
 
 
 def default_btb_miss_penalty(platform: Platform) -> int:

@@ -107,10 +107,10 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
 @njit(cache=True)
 def _shift_ring(ring_tag, ring_cnt, rs_bits, delta, live_after):
     """Move the issue-reservation ring's rows of cycles > ``live_after`` ``delta`` cycles later (row
-    ``t & (RING - 1)`` to row ``(t + delta) & (RING - 1)``), and the RS-release bits with them.  The timing kernel reads no cycle at or
-    before the older of the RS cursor and the last dispatch again (issue looks at cycles after dispatch;
-    the RS cursor reads the cycles after itself), so the other rows are dead and stay as they are:
-    their tags never match a cycle that is read."""
+    ``t & (RING - 1)`` to row ``(t + delta) & (RING - 1)``), and the RS-release bits with them.  The timing
+    kernel reads no cycle at or before the older of the RS cursor and the last dispatch again (issue looks
+    at cycles after dispatch; the RS cursor reads the cycles after itself), so the other rows are dead and
+    stay as they are: their tags never match a cycle that is read, and their bits are cleared."""
     mask = TM.RING - 1
     n = 0
     for row in range(TM.RING):
