@@ -1,6 +1,7 @@
 """Host instructions per simulated instruction of the core timing kernel, counted by callgrind.
 
-    python tests/benchmarks/bench_core_ir.py [--instructions 200000] [--platform nehalem]
+    python tests/benchmarks/bench_core_ir.py [--instructions 200000] [--platform nehalem] [--streams mcf]
+                                             [--lines 30]
 
 Wall-clock rates on a shared host drift by 10-15 % between runs of one build (``bench_simulate.py``,
 ``bench_core.py``), more than most changes to the kernel move them.  An instruction count does not drift:
@@ -16,6 +17,14 @@ streams, 6f5bf1a for mcf (the build before the RS cursor's skip over cycles with
 victim search among the tags).  It is a count, not a time: a host instruction that misses the host's
 caches costs more than one that does not.
 
+``--lines N`` says where the count goes: the kernels are compiled afresh with numba's debug information
+(into a temporary cache; a minute or two), the object code of the timing kernel's library (the kernel and
+every memory-hierarchy function it calls) is disassembled with its source lines (binutils' ``objdump -d
+-l``), and callgrind's per-address counts are summed per source line and per compiled function; the N
+costliest of each are printed per stream.  Debug information changes the code a little (on the chain,
+612 host instructions per simulated instruction with it at 6f5bf1a, 565 without it at c2ace46), so these
+counts are read against each other, not against the anchors.
+
 The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
 run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation under
 valgrind (one such compilation under callgrind had not finished after eight minutes).  valgrind is installed with apt-get when absent.
@@ -30,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 CPU = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "+avx2"}
@@ -60,6 +70,9 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
         Core(p).run(MB.random_program(2000, 0))                   # compile or load, outside the count
     cres = TM.simulate.overloads[TM.simulate.signatures[0]]
     Path(addr_file).write_text(str(cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)))
+    obj = Path(addr_file).with_name("simulate.o")
+    if os.environ.get("NUMBA_DEBUGINFO") == "1" and not obj.exists():
+        obj.write_bytes(cres.library._get_compiled_object())     # compiled in this process (a fresh cache)
     if stream == "mcf":
         if run:
             machine.run()
@@ -69,11 +82,12 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
         core.run(block)
 
 
-def costs(path: str, lo: int, hi: int) -> tuple[int, int]:
-    """(instructions executed in JIT-compiled code, those at addresses [lo, hi)) in a callgrind output
-    written with --dump-instr=yes.  JIT code is callgrind's object ``???`` (no file); the cost lines of
-    calls are inclusive and skipped."""
-    jit_ids, ob, jit, own, addr, after_call = set(), None, 0, 0, 0, False
+def address_costs(path: str) -> Counter:
+    """Instructions executed in JIT-compiled code, per address, in a callgrind output written with
+    --dump-instr=yes.  JIT code is callgrind's object ``???`` (no file); the cost lines of calls are
+    inclusive and skipped."""
+    jit_ids, ob, addr, after_call = set(), None, 0, False
+    out: Counter = Counter()
     for line in open(path):
         if line.startswith(("ob=", "cob=")):        # an object's id is named once, in either form
             m = re.match(r"c?ob=\((\d+)\)\s*(.*)", line)
@@ -99,22 +113,62 @@ def costs(path: str, lo: int, hi: int) -> tuple[int, int]:
             after_call = False
             continue
         if len(fields) >= 3 and ob in jit_ids:
-            jit += int(fields[2])
-            if lo <= addr < hi:
-                own += int(fields[2])
-    return jit, own
+            out[addr] += int(fields[2])
+    return out
 
 
-def callgrind(stream: str, n: int, platform_name: str, run: bool, work: Path, env: dict) -> tuple[int, int]:
-    """(instructions executed in JIT code, in simulate()) by one child process under callgrind."""
+def callgrind(stream: str, n: int, platform_name: str, run: bool, work: Path, env: dict) -> tuple[Counter, int]:
+    """(instructions executed in JIT code per address, simulate()'s address) of one child process under
+    callgrind."""
     out, addr_file = work / f"cg.{stream}.{int(run)}", work / f"addr.{stream}.{int(run)}"
     log = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}",
                           sys.executable, __file__, "--child", stream, str(n), platform_name, str(int(run)),
                           str(addr_file)], env=env, capture_output=True, text=True)
     if log.returncode != 0:
         sys.exit(f"callgrind failed on {stream}: {log.stderr.strip().splitlines()[-1:]}")
-    lo = int(addr_file.read_text())
-    return costs(str(out), lo, lo + SPAN)
+    per = address_costs(str(out))
+    out.unlink()
+    return per, int(addr_file.read_text())
+
+
+def demangled(symbol: str) -> str:
+    """``whatif.simulator.core.timing.simulate`` from numba's mangled ``_ZN6whatif9simulator...B2v6...``."""
+    if not symbol.startswith("_ZN"):
+        return symbol
+    parts, rest = [], symbol[3:]
+    while rest[:1].isdigit():
+        k = re.match(r"\d+", rest).group(0)
+        parts.append(rest[len(k):len(k) + int(k)])
+        rest = rest[len(k) + int(k):]
+    return ".".join(parts) or symbol
+
+
+def where(obj: Path, offsets: Counter, n: int) -> tuple[list, list]:
+    """The ``n`` costliest source lines and compiled functions of the counts at ``offsets`` (from the
+    timing kernel's entry; its section of the object code is loaded as one piece)."""
+    table = subprocess.run(["objdump", "-t", str(obj)], capture_output=True, text=True, check=True).stdout
+    value, section = next((int(f[0], 16), f[3]) for f in map(str.split, table.splitlines())
+                          if len(f) >= 6 and f[2] == "F" and demangled(f[5]) == "whatif.simulator.core.timing.simulate"
+                          and not f[5].startswith(("_ZN7cpython", "cfunc")))
+    dis = subprocess.run(["objdump", "-d", "-l", "--no-show-raw-insn", "-j", section, str(obj)],
+                         capture_output=True, text=True, check=True).stdout
+    by_line, by_function = Counter(), Counter()
+    source, function = "?", "?"
+    for line in dis.splitlines():
+        head = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if head:
+            function = demangled(head.group(1))
+            continue
+        at = re.match(r"^(/\S+):(\d+)", line)
+        if at:
+            source = f"{Path(at.group(1)).name}:{at.group(2)}"
+            continue
+        insn = re.match(r"^\s+([0-9a-f]+):\s", line)
+        if insn:
+            cost = offsets.get(int(insn.group(1), 16) - value, 0)
+            by_line[source] += cost
+            by_function[function] += cost
+    return by_line.most_common(n), by_function.most_common(n)
 
 
 def valgrind() -> None:
@@ -134,27 +188,42 @@ def main() -> None:
     ap.add_argument("--instructions", type=int, default=200_000)
     ap.add_argument("--platform", default="nehalem")
     ap.add_argument("--streams", default=",".join(STREAMS), help="which streams, comma-separated")
+    ap.add_argument("--lines", type=int, default=0, metavar="N",
+                    help="also the N costliest source lines and functions (a build with debug information)")
     args = ap.parse_args()
     streams = args.streams.split(",")
     if not set(streams) <= set(STREAMS):
         sys.exit(f"--streams: {args.streams!r}: each of {', '.join(STREAMS)}")
+    if args.lines < 0:
+        sys.exit(f"--lines: {args.lines}: a number of lines, 0 or more")
     valgrind()
     n = args.instructions
-    env = dict(os.environ, **CPU, NUMBA_CACHE_DIR=str(Path(tempfile.gettempdir()) / "whatif-bench-core-ir"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        env = dict(os.environ, **CPU, NUMBA_CACHE_DIR=str(Path(tempfile.gettempdir()) / "whatif-bench-core-ir"))
+        if args.lines:                                # compiled afresh, so the warm-up can keep the object code
+            env.update(NUMBA_DEBUGINFO="1", NUMBA_CACHE_DIR=str(work / "numba-cache"))
         for stream in streams:                        # compile (or load) outside valgrind, for the named CPU
             subprocess.run([sys.executable, __file__, "--child", stream, "1000", args.platform, "0",
                             str(work / "warm")], env=env, check=True)
         print(f"{args.platform}, {n:,} simulated instructions per stream; host instructions (callgrind) per "
-              f"simulated instruction")
+              f"simulated instruction{' (debug-information build)' if args.lines else ''}")
         print(f"{'stream':10s} {'simulate()':>11s} {'anchor':>8s} {'all JIT':>8s} {'anchor':>8s}")
         for stream in streams:
-            jit0, own0 = callgrind(stream, n, args.platform, False, work, env)     # the warm-up run alone
-            jit1, own1 = callgrind(stream, n, args.platform, True, work, env)
-            own, total = own1 - own0, jit1 - jit0
+            per0, entry0 = callgrind(stream, n, args.platform, False, work, env)     # the warm-up run alone
+            per1, entry1 = callgrind(stream, n, args.platform, True, work, env)
+            total = sum(per1.values()) - sum(per0.values())
+            offsets = Counter({a - entry1: v for a, v in per1.items()})
+            offsets.subtract({a - entry0: v for a, v in per0.items()})
+            own = sum(v for off, v in offsets.items() if 0 <= off < SPAN)
             anchor = ANCHOR[stream] if args.platform == "nehalem" and n == 200_000 else (float("nan"),) * 2
             print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
+            if args.lines:
+                lines, functions = where(work / "simulate.o", offsets, args.lines)
+                for what, rows in (("source line", lines), ("compiled function", functions)):
+                    print(f"  {stream}: the costliest {what}s, host instructions per simulated instruction")
+                    for name, cost in rows:
+                        print(f"  {cost / n:9.1f}  {name}")
 
 
 if __name__ == "__main__":
