@@ -23,7 +23,9 @@ every memory-hierarchy function it calls) is disassembled with its source lines 
 -l``), and callgrind's per-address counts are summed per source line and per compiled function; the N
 costliest of each are printed per stream.  Debug information changes the code a little (on the chain,
 612 host instructions per simulated instruction with it at 6f5bf1a, 565 without it at c2ace46), so these
-counts are read against each other, not against the anchors.
+counts are read against each other, not against the anchors.  numba's line table names the file of the
+function compiled, not of the one inlined into it: the memory kernel's fast path, inlined into
+``memport.data``, shows as ``memport.py`` with ``memory/kernel.py``'s line numbers.
 
 The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
 run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation under
