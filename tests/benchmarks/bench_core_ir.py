@@ -29,7 +29,8 @@ function compiled, not of the one inlined into it: the memory kernel's fast path
 
 The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
 run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation under
-valgrind (one such compilation under callgrind had not finished after eight minutes).  valgrind is installed with apt-get when absent.
+valgrind (one such compilation under callgrind had not finished after eight minutes).  valgrind (and,
+for ``--lines``, binutils) is installed with apt-get when absent.
 """
 
 from __future__ import annotations
@@ -173,12 +174,13 @@ def where(obj: Path, offsets: Counter, n: int) -> tuple[list, list]:
     return by_line.most_common(n), by_function.most_common(n)
 
 
-def valgrind() -> None:
-    if shutil.which("valgrind"):
+def installed(program: str, package: str) -> None:
+    """``program`` on PATH, installed with apt-get (Debian's ``package``) when absent."""
+    if shutil.which(program):
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        sys.exit("no valgrind on PATH; install Debian's valgrind package (apt-get install valgrind)")
-    subprocess.run(["apt-get", "install", "-y", "-q", "valgrind"], check=True, stdout=subprocess.DEVNULL)
+        sys.exit(f"no {program} on PATH; install Debian's {package} package (apt-get install {package})")
+    subprocess.run(["apt-get", "install", "-y", "-q", package], check=True, stdout=subprocess.DEVNULL)
 
 
 def main() -> None:
@@ -195,10 +197,12 @@ def main() -> None:
     args = ap.parse_args()
     streams = args.streams.split(",")
     if not set(streams) <= set(STREAMS):
-        sys.exit(f"--streams: {args.streams!r}: each of {', '.join(STREAMS)}")
+        ap.error(f"--streams: {args.streams!r}: each of {', '.join(STREAMS)}")
     if args.lines < 0:
-        sys.exit(f"--lines: {args.lines}: a number of lines, 0 or more")
-    valgrind()
+        ap.error(f"--lines: {args.lines}: a number of lines, 0 or more")
+    installed("valgrind", "valgrind")
+    if args.lines:
+        installed("objdump", "binutils")
     n = args.instructions
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
