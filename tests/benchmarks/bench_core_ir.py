@@ -8,14 +8,16 @@ Wall-clock rates on a shared host drift by 10-15 % between runs of one build (``
 valgrind's callgrind counts the host instructions executed, per address, while ``Core.run`` simulates
 two of ``bench_core.py``'s streams (a dependent chain of ALU operations, and the random program with
 256 KB of data), and while ``Machine.run`` simulates 429.mcf (``mcf``: memory-bound, CPI 9; synthesis,
-the OS model and every level of the hierarchy with its prefetchers and page walks).  Printed per stream:
+the OS model and every level of the hierarchy with its prefetchers and page walks), also with its memory
+traffic timed (``mcf-timed``: issue 15's timed prefetch arrival, the memory channel's queue and the L2
+streamer with 16 prefetch engines, which the README measures together).  Printed per stream:
 the host instructions of ``timing.simulate`` itself per simulated instruction, and of all the compiled
 code the run executes (memory hierarchy included), each counted in a process that runs the stream less
 the same process without that run (Python's own count varies by millions between processes, so only JIT
 code is counted), against its anchor: the build before unsigned indices (bb3b387) for the core's
 streams, 6f5bf1a for mcf (the build before the RS cursor's skip over cycles without releases and the
-victim search among the tags).  It is a count, not a time: a host instruction that misses the host's
-caches costs more than one that does not.
+victim search among the tags), eba9626 for mcf-timed.  It is a count, not a time: a host instruction that
+misses the host's caches costs more than one that does not.
 
 ``--lines N`` says where the count goes: the kernels are compiled afresh with numba's debug information
 (into a temporary cache; a minute or two), the object code of the timing kernel's library (the kernel and
@@ -46,10 +48,14 @@ from collections import Counter
 from pathlib import Path
 
 CPU = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "+avx2"}
-STREAMS = ("chain", "program", "mcf")
+STREAMS = ("chain", "program", "mcf", "mcf-timed")
 # Nehalem, 200,000 instructions: simulate() itself, all the JIT code of the run; bb3b387 (2026-11-28) for
-# the core's streams, 6f5bf1a (2026-11-29) for mcf
-ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1), "mcf": (836.5, 1485.2)}
+# the core's streams, 6f5bf1a (2026-11-29) for mcf, eba9626 (2026-11-29) for mcf-timed
+ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1), "mcf": (836.5, 1485.2), "mcf-timed": (727.5, 1453.8)}
+# mcf-timed: 429.mcf with memory traffic timed (issue 15), as the README's measurements of that cost have it:
+# timed prefetch arrival, the memory channel's queue, and the L2 streamer with 16 prefetch engines
+OVERRIDES = {"mcf-timed": ("memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
+                           "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16")}
 SPAN = 0x8000          # bytes of machine code counted from simulate()'s entry (the function is ~20 KB)
 
 
@@ -60,8 +66,8 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
     from whatif.simulator.memory.hierarchy import MemoryHierarchy
     from whatif.simulator.platform import load_platform
 
-    p = load_platform(platform_name)
-    if stream == "mcf":
+    p = load_platform(platform_name, OVERRIDES.get(stream, ()))
+    if stream.startswith("mcf"):
         from whatif.simulator.machine import Machine
         from whatif.simulator.workload import load_workload
 
@@ -76,7 +82,7 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
     obj = Path(addr_file).with_name("simulate.o")
     if os.environ.get("NUMBA_DEBUGINFO") == "1" and not obj.exists():
         obj.write_bytes(cres.library._get_compiled_object())     # compiled in this process (a fresh cache)
-    if stream == "mcf":
+    if stream.startswith("mcf"):
         if run:
             machine.run()
         return
