@@ -13,7 +13,11 @@ quick: four workloads, three binaries; both 24 M instructions after 2 M.  The ru
 a signature is a rank order of five correlations, each known to about 1 / sqrt(intervals): at 6 M (~400
 intervals on Westmere, +-0.05) 400.perlbench's components lie within 0.1 of each other there, and five
 runs of one binary (program seed 1, run seeds 1000-1004) agreed only to a median rho of 0.40, so the
-check could not tell binaries from repeats; at 24 M the same five runs agree to 1.00.  Quick mode ran
+check could not tell binaries from repeats; at 24 M the same five runs agreed to 1.00.  With the programs
+of eba9626 (2026-11-29) 400.perlbench on Westmere sits at the goal: five runs of binary 1 (run seeds
+20261127-20261131) agree to rho 0.90, the five binaries to 0.85 (three of the five components within 0.07 of
+zero, each known to +-0.03; with memory traffic timed, 0.90 and 0.75, the binaries' r(CPI, load stalls)
+0.03-0.12).  Quick mode ran
 1.5 M after 0.5 M until 2026-11-29: there three repeats of one binary agreed only to rho 0.90 (445.gobmk
 on Nehalem, 456.hmmer on Westmere; components within 0.1-0.2 of each other, each +-0.15), and two rows
 failed at 0.70 on that noise.  The runs are independent and go to a pool of the host's cores.
