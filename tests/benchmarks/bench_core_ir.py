@@ -1,7 +1,7 @@
 """Host instructions per simulated instruction of the core timing kernel, counted by callgrind.
 
     python tests/benchmarks/bench_core_ir.py [--instructions 200000] [--platform nehalem] [--streams mcf]
-                                             [--lines 30]
+                                             [--lines 30 | --functions 30]
 
 Wall-clock rates on a shared host drift by 10-15 % between runs of one build (``bench_simulate.py``,
 ``bench_core.py``), more than most changes to the kernel move them.  An instruction count does not drift:
@@ -29,10 +29,15 @@ counts are read against each other, not against the anchors.  numba's line table
 function compiled, not of the one inlined into it: the memory kernel's fast path, inlined into
 ``memport.data``, shows as ``memport.py`` with ``memory/kernel.py``'s line numbers.
 
+``--functions N`` sums the counts per compiled function of the build counted (compiled afresh without debug
+information): debug information can stop LLVM from vectorising a loop (a vectorised minimum over a streamer's
+32 stamps counted 35 host instructions per simulated instruction with it), so a change to such a loop is
+read here.
+
 The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
 run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation under
 valgrind (one such compilation under callgrind had not finished after eight minutes).  valgrind (and,
-for ``--lines``, binutils) is installed with apt-get when absent.
+for ``--lines`` and ``--functions``, binutils) is installed with apt-get when absent.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1), "mcf": (836.5, 14
 OVERRIDES = {"mcf-timed": ("memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
                            "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16")}
 SPAN = 0x8000          # bytes of machine code counted from simulate()'s entry (the function is ~20 KB)
+KEEP_OBJECT = "WHATIF_BENCH_KEEP_OBJECT"      # tells the warm-up child to write the object code it compiled
 
 
 def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) -> None:
@@ -80,7 +86,7 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
     cres = TM.simulate.overloads[TM.simulate.signatures[0]]
     Path(addr_file).write_text(str(cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)))
     obj = Path(addr_file).with_name("simulate.o")
-    if os.environ.get("NUMBA_DEBUGINFO") == "1" and not obj.exists():
+    if os.environ.get(KEEP_OBJECT) == "1" and not obj.exists():
         obj.write_bytes(cres.library._get_compiled_object())     # compiled in this process (a fresh cache)
     if stream.startswith("mcf"):
         if run:
@@ -200,21 +206,28 @@ def main() -> None:
     ap.add_argument("--streams", default=",".join(STREAMS), help="which streams, comma-separated")
     ap.add_argument("--lines", type=int, default=0, metavar="N",
                     help="also the N costliest source lines and functions (a build with debug information)")
+    ap.add_argument("--functions", type=int, default=0, metavar="N",
+                    help="also the N costliest compiled functions of the build counted (no debug information)")
     args = ap.parse_args()
     streams = args.streams.split(",")
     if not set(streams) <= set(STREAMS):
         ap.error(f"--streams: {args.streams!r}: each of {', '.join(STREAMS)}")
-    if args.lines < 0:
-        ap.error(f"--lines: {args.lines}: a number of lines, 0 or more")
+    for option in ("lines", "functions"):
+        if getattr(args, option) < 0:
+            ap.error(f"--{option}: {getattr(args, option)}: a number, 0 or more")
+    if args.lines and args.functions:
+        ap.error("--lines and --functions: one at a time (--lines counts a build with debug information)")
     installed("valgrind", "valgrind")
-    if args.lines:
+    if args.lines or args.functions:
         installed("objdump", "binutils")
     n = args.instructions
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         env = dict(os.environ, **CPU, NUMBA_CACHE_DIR=str(Path(tempfile.gettempdir()) / "whatif-bench-core-ir"))
-        if args.lines:                                # compiled afresh, so the warm-up can keep the object code
-            env.update(NUMBA_DEBUGINFO="1", NUMBA_CACHE_DIR=str(work / "numba-cache"))
+        if args.lines or args.functions:              # compiled afresh, so the warm-up can keep the object code
+            env.update({KEEP_OBJECT: "1", "NUMBA_CACHE_DIR": str(work / "numba-cache")})
+        if args.lines:
+            env.update(NUMBA_DEBUGINFO="1")
         for stream in streams:                        # compile (or load) outside valgrind, for the named CPU
             subprocess.run([sys.executable, __file__, "--child", stream, "1000", args.platform, "0",
                             str(work / "warm")], env=env, check=True)
@@ -230,12 +243,15 @@ def main() -> None:
             own = sum(v for off, v in offsets.items() if 0 <= off < SPAN)
             anchor = ANCHOR[stream] if args.platform == "nehalem" and n == 200_000 else (float("nan"),) * 2
             print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
-            if args.lines:
-                lines, functions = where(work / "simulate.o", offsets, args.lines)
-                for what, rows in (("source line", lines), ("compiled function", functions)):
+            if args.lines or args.functions:
+                lines, functions = where(work / "simulate.o", offsets, args.lines or args.functions)
+                tables = (("source line", lines), ("compiled function", functions)) if args.lines else \
+                    (("compiled function", functions),)
+                for what, rows in tables:
                     print(f"  {stream}: the costliest {what}s, host instructions per simulated instruction")
                     for name, cost in rows:
-                        print(f"  {cost / n:9.1f}  {name}")
+                        if cost / n >= 0.05:
+                            print(f"  {cost / n:9.1f}  {name}")
 
 
 if __name__ == "__main__":
