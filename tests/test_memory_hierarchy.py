@@ -73,6 +73,9 @@ VARIANTS = {
                          "memory.latency_cycles=12"],
     "streamer": ["l1d.prefetchers=['next_line']", "l2.prefetchers=['streamer']", "l2.streamer_streams=4",
                  "l2.streamer_distance=6", "l2.size_kb=64", "memory.prefetch_arrival=instant"],
+    # a table wider than the 64 entries the kernel compares in one step, on more regions than it holds
+    "streamer_wide": ["l1d.prefetchers=['next_line']", "l2.prefetchers=['streamer']", "l2.streamer_streams=70",
+                      "l2.size_kb=64", "memory.prefetch_arrival=instant"],
     "streamer_timed": ["l1d.prefetchers=['next_line', 'ip_stride']", "l2.prefetchers=['adjacent_sector', 'streamer']",
                        "l2.streamer_streams=3", "l2.size_kb=32", "l2.prefetch_engines=2",
                        "memory.prefetch_arrival=latency", "memory.queueing=bandwidth"],
@@ -82,7 +85,10 @@ VARIANTS = {
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_mechanism_variants_match_reference(variant):
     platform = load_platform("mpc7447a", VARIANTS[variant])
-    fast, ref = both(platform, small_trace(11), seed=11,
+    trace = small_trace(11)
+    if variant == "streamer_wide":                # entries past the first 64 are filled, then replaced
+        assert len(np.unique(trace.addrs >> np.uint64(12))) > 70
+    fast, ref = both(platform, trace, seed=11,
                      cycles_per_record=1 if variant in ("prefetch_engines", "streamer_timed") else None,
                      timed=variant == "streamer_timed")
     assert_same(fast, ref)

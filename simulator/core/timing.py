@@ -305,9 +305,11 @@ def _rs_mark(rs_bits, t):
 @njit(cache=True, inline="always")
 def _earliest_mshr(mshr, n):
     """The MSHR that frees first (the lowest-numbered among equals)."""
-    k_best = 0
-    for k in range(1, n):
-        if mshr[k, 0] < mshr[k_best, 0]:
+    k_best = U64(0)
+    best = mshr[0, 0]
+    for k in range(U64(1), U64(n)):
+        if mshr[k, 0] < best:
+            best = mshr[k, 0]
             k_best = k
     return k_best
 
@@ -700,14 +702,14 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             xcause = V.CS_DATA0 + lvl
             if lvl == L1D:
                 if mshr_max > tready:
-                    for k in range(NMSHR):
+                    for k in range(U64(NMSHR)):
                         if mshr[k, 1] == line and mshr[k, 0] > tready:
                             busy = mshr[k, 0]
                             if mshr[k, 2] & MSHR_PREFETCH:
                                 CT[V.CT_LATE_PF] += 1
                                 # (an access timed before the prefetch began would have fetched the line itself)
-                                if busy > tready + lat[mshr[k, 2] & MSHR_LEVEL]:
-                                    busy = tready + lat[mshr[k, 2] & MSHR_LEVEL]
+                                if busy > tready + lat[U64(mshr[k, 2] & MSHR_LEVEL)]:
+                                    busy = tready + lat[U64(mshr[k, 2] & MSHR_LEVEL)]
                             if busy > done:
                                 done = busy
                             xcause = V.CS_DATA0 + (mshr[k, 2] & MSHR_LEVEL)

@@ -17,7 +17,7 @@ from whatif.simulator.memory.state import (
     CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, CH_BUCKET_BITS, CH_BUCKETS, CH_FRAC,
     F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_UNITS, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS,
     G_PF_TIMED, G_READY0, G_ST_CLOCK, G_ST_N, G_ST_REC0, I64, C_ST0, C_ST_DIST, C_ST_N, CN_PF_LATE, PF_STREAMER,
-    ST_PAGE_BITS, ST_RECORDS, ST_WORDS, SRC_WALK,
+    ST_DIR, ST_KEY, ST_LAST, ST_NEXT, ST_PAGE_BITS, ST_RECORDS, ST_STAMP, SRC_WALK,
     IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0,
     PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, PF_WAIT_MAX,
     PF_WITHIN_SHIFT, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR, SCR_NOW, SRC_PREFETCH,
@@ -577,11 +577,13 @@ def _prefetch_on_engine(s, lvl, line, set_id, slot0, w, mask):
     c = C0 + lvl * NCOL
     b0 = _cfg(s, c + C_PF_BUSY0)
     k = b0
+    free_at = _ld(s, b0)
     for e in range(b0 + 1, b0 + _cfg(s, c + C_PF_ENGINES)):
-        if _ld(s, e) < _ld(s, k):
+        if _ld(s, e) < free_at:
+            free_at = _ld(s, e)
             k = e
     now = _ld(s, SCR_NOW)
-    if _ld(s, k) > now:
+    if free_at > now:
         _add(s, N0 + lvl * NCOL + CN_PF_DROPPED, 1)
         return
     _add(s, N0 + lvl * NCOL + CN_PF_ISSUED, 1)
@@ -704,6 +706,17 @@ def train_ip_stride(s, lvl, pc, addr):
             prefetch_line(s, lvl, U64(target >> lb), full)
 
 
+@njit(cache=True, inline="always")
+def _first_of(s, i0, n, v):
+    """The first of the ``n`` words from ``i0`` that equals ``v``, or -1 (compared 4 at a time, 64 words a
+    step)."""
+    for b in range(0, n, 64):
+        w = _find(s, i0 + b, min(n - b, 64), v)
+        if w >= 0:
+            return b + w
+    return -1
+
+
 @njit(cache=True)
 def train_streamer(s, lvl, line):
     """The streamer at ``lvl`` sees a request for ``line`` (this level's line number) from above.  One table
@@ -716,36 +729,37 @@ def train_streamer(s, lvl, line):
     per = I64(1) << (ST_PAGE_BITS - _cfg(s, c + C_LINE_BITS))
     key = I64(line) // per + 1
     within = I64(line) % per
+    n = _cfg(s, c + C_ST_N)
     t0 = _cfg(s, c + C_ST0)
+    stamps = t0 + ST_STAMP * n
     clock = _ld(s, G_ST_CLOCK) + 1
     _st(s, G_ST_CLOCK, clock)
-    e = -1
-    victim = t0
-    for k in range(_cfg(s, c + C_ST_N)):
-        x = t0 + k * ST_WORDS
-        if _ld(s, x) == key:
-            e = x
-            break
-        if _ld(s, x + 4) < _ld(s, victim + 4):
-            victim = x
-    if e < 0:
-        _st(s, victim, key)
-        _st(s, victim + 1, within)
-        _st(s, victim + 2, 0)
-        _st(s, victim + 3, 0)
-        _st(s, victim + 4, clock)
+    k = _first_of(s, t0 + ST_KEY * n, n, key)
+    if k < 0:
+        # a new region takes the least recently used entry, the first of equal stamps (an empty one first:
+        # stamps start at 1)
+        oldest = _ld(s, stamps)
+        for j in range(n):                         # (from 0: whole vectors of 4 for a table of 4k entries)
+            oldest = min(oldest, _ld(s, stamps + j))
+        k = _first_of(s, stamps, n, oldest)
+        _st(s, t0 + ST_KEY * n + k, key)
+        _st(s, stamps + k, clock)
+        _st(s, t0 + ST_LAST * n + k, within)
+        _st(s, t0 + ST_DIR * n + k, 0)
+        _st(s, t0 + ST_NEXT * n + k, 0)
         return
-    _st(s, e + 4, clock)
-    step = within - _ld(s, e + 1)
+    _st(s, stamps + k, clock)
+    last = t0 + ST_LAST * n + k
+    step = within - _ld(s, last)
     if step == 0:
         return
     d = I64(1) if step > 0 else I64(-1)
-    _st(s, e + 1, within)
-    if _ld(s, e + 2) != d:
-        _st(s, e + 2, d)
-        _st(s, e + 3, within + d)
+    _st(s, last, within)
+    if _ld(s, t0 + ST_DIR * n + k) != d:
+        _st(s, t0 + ST_DIR * n + k, d)
+        _st(s, t0 + ST_NEXT * n + k, within + d)
         return
-    nxt = _ld(s, e + 3)
+    nxt = _ld(s, t0 + ST_NEXT * n + k)
     if (nxt - within) * d <= 0:
         nxt = within + d
     full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
@@ -756,7 +770,7 @@ def train_streamer(s, lvl, line):
             break
         prefetch_line(s, lvl, U64(base + nxt), full)
         nxt += d
-    _st(s, e + 3, nxt)
+    _st(s, t0 + ST_NEXT * n + k, nxt)
 
 
 @njit(cache=True)

@@ -27,7 +27,8 @@ then, per cache level and TLB, at the absolute offsets held in its C row:
   choice looks for an invalid way among the tags and compares stamps only;
 * per TLB entry a 64-bit stamp (TLBs keep no sector state);
 * per prefetch engine (levels with ``C_PF_ENGINES`` > 0) the time until which it is busy;
-* per streamer (levels with the ``streamer`` prefetcher) ``C_ST_N`` entries of ``ST_WORDS`` words;
+* per streamer (levels with the ``streamer`` prefetcher) ``C_ST_N`` entries of ``ST_WORDS`` words, stored
+  by column (``ST_KEY``...: every entry's key, then every entry's stamp, ...);
 * with timed prefetch arrival, per slot of each level below the L1s the cycle its line is ready
   (offset ``S[G_READY0 + level]``);
 * tree-PLRU bits (one word per set) and the PLRU touch table (per way: the AND mask and the OR mask
@@ -151,8 +152,11 @@ CH_FRAC = 16
 
 # prefetcher bits of the C_PF_KIND column (bit = 1 << (registry id - 1); several may be stacked)
 PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE, PF_TAGGED, PF_STREAMER = 1, 2, 4, 8, 16, 32
-ST_WORDS = 5                      # streamer table entry: page + 1 (0: empty), last line, direction, next line to
-ST_PAGE_BITS = 12                 # prefetch, LRU stamp; streams live in 4 KB regions whatever the page size
+ST_WORDS = 5                      # words per streamer table entry, kept as five columns of C_ST_N words each (a
+ST_KEY, ST_STAMP, ST_LAST, ST_DIR, ST_NEXT = range(5)   # column's offset is its number x C_ST_N): page + 1 (0:
+#                                   empty), LRU stamp, last line, direction, next line to prefetch; keys and stamps
+#                                   contiguous, so that the lookup and the victim choice compare them 4 at a time
+ST_PAGE_BITS = 12                 # streams live in 4 KB regions whatever the page size
 PF_MISS_TRIGGERED = PF_NEXT_LINE | PF_ADJACENT_SECTOR | PF_ADJACENT_LINE | PF_TAGGED
 
 PT_BASE = np.uint64(0xF000000000000000)     # physical region of radix page tables (per-level sub-regions)
