@@ -709,7 +709,8 @@ def train_ip_stride(s, lvl, pc, addr):
 @njit(cache=True, inline="always")
 def _first_of(s, i0, n, v):
     """The first of the ``n`` words from ``i0`` that equals ``v``, or -1 (compared 4 at a time, 64 words a
-    step)."""
+    step).  It may read up to 3 words past them, as :func:`_find` does: the streamer columns it searches, keys
+    and stamps, are followed by others."""
     for b in range(0, n, 64):
         w = _find(s, i0 + b, min(n - b, 64), v)
         if w >= 0:
