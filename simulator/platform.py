@@ -226,19 +226,37 @@ class Memory(_Strict):
         return self
 
 
+# the most tagged tables a TAGE predictor has (its words in the kernel's predictor state; the same number as
+# simulator.core.predictors.TAGE_MAX_TABLES, which this module cannot import)
+TAGE_MAX_TABLES = 8
+
+
 class BranchPredictor(_Strict):
-    kind: Literal["bimodal", "gshare"]
+    kind: Literal["bimodal", "gshare", "tage"]
     bht_entries: PositiveInt
     counter_bits: PositiveInt = 2
     history_bits: NonNegativeInt = 0
     btb_entries: PositiveInt
     btb_associativity: PositiveInt
     ras_entries: PositiveInt
+    # tage (simulator.core.predictors): the bimodal base is bht_entries x counter_bits; beside it one tagged
+    # table of tage_entries per history length (geometric, as Seznec & Michaud's TAGE; at most 62 outcomes:
+    # the history register is one word); useful counters halve every tage_reset_period conditional branches
+    tage_entries: PositiveInt = 1024
+    tage_tag_bits: int = Field(9, ge=2, le=15)
+    tage_history: list[PositiveInt] = [5, 11, 25, 57]
+    tage_reset_period: PositiveInt = 1 << 18
 
     @model_validator(mode="after")
     def _check(self) -> "BranchPredictor":
         if not _pow2(self.bht_entries):
             raise ValueError(f"bht_entries must be a power of two, got {self.bht_entries}")
+        if not _pow2(self.tage_entries):
+            raise ValueError(f"tage_entries must be a power of two, got {self.tage_entries}")
+        h = self.tage_history
+        if not 1 <= len(h) <= TAGE_MAX_TABLES or any(b <= a for a, b in zip(h, h[1:])) or h[-1] > 62:
+            raise ValueError(f"tage_history must be 1 to {TAGE_MAX_TABLES} strictly increasing history lengths "
+                             f"of at most 62 outcomes, got {h}")
         if self.btb_entries % self.btb_associativity or not _pow2(self.btb_entries // self.btb_associativity):
             raise ValueError(f"btb_entries / btb_associativity must be a power-of-two number of sets, got "
                              f"{self.btb_entries} / {self.btb_associativity}")

@@ -42,12 +42,79 @@ class RefDirection:
     def predict_and_train(self, pc: int, taken: int) -> int:
         if self.kind == "always_taken":
             return 1
+        if self.kind == "tage":
+            return self.tage.predict_and_train(pc >> self.shift, taken, self)
         h = self.history if self.kind == "gshare" else 0
         idx = ((pc >> self.shift) ^ h) % self.entries
         pred = int(self.table[idx] >= self.thresh)
         self.table[idx] = min(self.max, self.table[idx] + 1) if taken else max(0, self.table[idx] - 1)
         if self.kind == "gshare":
             self.history = ((self.history << 1) | taken) % (1 << self.history_bits)
+        return pred
+
+
+class RefTage:
+    """The tagged tables of TAGE as the predictors module's docstring defines them; the folded histories
+    computed from the whole outcome history at every branch, not kept incrementally."""
+
+    def __init__(self, entries: int, tag_bits: int, history: list, reset_period: int):
+        self.entries, self.tag_bits, self.lengths, self.period = entries, tag_bits, list(history), reset_period
+        self.loge = entries.bit_length() - 1
+        # per table, per entry: [tag or None, counter, useful]
+        self.tables = [[[None, 0, 0] for _ in range(entries)] for _ in history]
+        self.outcomes: list[int] = []        # newest first
+        self.branches = 0
+
+    def fold(self, length: int, w: int) -> int:
+        f = 0
+        for j, h in enumerate(self.outcomes[:length]):
+            f ^= h << (j % w)
+        return f
+
+    def slot(self, i: int, a: int) -> tuple[int, int]:
+        """Table i's (index, tag) for aligned address a."""
+        a &= (1 << 62) - 1
+        length, t = self.lengths[i], self.tag_bits
+        index = (a ^ (a >> self.loge) ^ self.fold(length, self.loge)) % self.entries
+        tag = (a ^ self.fold(length, t) ^ (self.fold(length, t - 1) << 1)) % (1 << t)
+        return index, tag
+
+    def predict_and_train(self, a: int, taken: int, base: "RefDirection") -> int:
+        n = len(self.lengths)
+        slots = [self.slot(i, a) for i in range(n)]
+        hits = [i for i in range(n) if self.tables[i][slots[i][0]][0] == slots[i][1]]
+        b_idx = (a & ((1 << 62) - 1)) % base.entries
+        base_pred = int(base.table[b_idx] >= base.thresh)
+        provider = hits[-1] if hits else None
+        if provider is None:
+            pred = base_pred
+            base.table[b_idx] = min(base.max, base.table[b_idx] + 1) if taken else max(0, base.table[b_idx] - 1)
+        else:
+            alt = self.tables[hits[-2]][slots[hits[-2]][0]] if len(hits) > 1 else None
+            alt_pred = int(alt[1] >= 4) if alt is not None else base_pred
+            entry = self.tables[provider][slots[provider][0]]
+            prov_pred = int(entry[1] >= 4)
+            pred = alt_pred if entry[1] in (3, 4) and entry[2] == 0 else prov_pred
+            if prov_pred != alt_pred:
+                entry[2] = min(3, entry[2] + 1) if prov_pred == taken else max(0, entry[2] - 1)
+            entry[1] = min(7, entry[1] + 1) if taken else max(0, entry[1] - 1)
+        first_longer = 0 if provider is None else provider + 1
+        if pred != taken and first_longer < n:
+            free = [j for j in range(first_longer, n) if self.tables[j][slots[j][0]][2] == 0]
+            if free:
+                self.tables[free[0]][slots[free[0]][0]] = [slots[free[0]][1], 4 if taken else 3, 0]
+            else:
+                for j in range(first_longer, n):
+                    e = self.tables[j][slots[j][0]]
+                    e[2] = max(0, e[2] - 1)
+        self.branches += 1
+        if self.branches == self.period:
+            self.branches = 0
+            for table in self.tables:
+                for e in table:
+                    e[2] >>= 1
+        self.outcomes.insert(0, taken)
+        del self.outcomes[max(self.lengths) + 1:]
         return pred
 
 
@@ -101,6 +168,8 @@ class RefPredictor:
     def __init__(self, kind: str, bp, shift: int):
         self.kind = kind
         self.direction = RefDirection(kind, bp.bht_entries, bp.counter_bits, bp.history_bits, shift)
+        if kind == "tage":
+            self.direction.tage = RefTage(bp.tage_entries, bp.tage_tag_bits, bp.tage_history, bp.tage_reset_period)
         self.btb = RefBTB(bp.btb_entries // bp.btb_associativity, bp.btb_associativity, shift)
         self.ras = RefRAS(bp.ras_entries)
 

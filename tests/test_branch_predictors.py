@@ -10,13 +10,17 @@ from hypothesis import strategies as st
 
 from coreref import RefPredictor
 from whatif.simulator.core.predictors import (OUT_BTB_LOOKUP, OUT_BTB_MISS, OUT_DIR, OUT_RAS_MISS, OUT_TGT, PREDICTORS,
-                                       PredictorConfig, predictor_id, run_predictor)
+                                       TAGE_MAX_TABLES, PredictorConfig, predictor_id, run_predictor)
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_CALL, OP_JUMP, OP_RET, InstrBlock
+from whatif.simulator.platform import TAGE_MAX_TABLES as PLATFORM_TAGE_MAX_TABLES
 from whatif.simulator.platform import load_platform
 
 SMALL_BP = ["branch_predictor.bht_entries=32", "branch_predictor.history_bits=4", "branch_predictor.btb_entries=8",
-            "branch_predictor.btb_associativity=2", "branch_predictor.ras_entries=3"]
+            "branch_predictor.btb_associativity=2", "branch_predictor.ras_entries=3",
+            # TAGE: tables small enough that streams of 200 branches allocate, alias, age and halve
+            "branch_predictor.tage_entries=8", "branch_predictor.tage_tag_bits=3",
+            "branch_predictor.tage_history=[2,5,9]", "branch_predictor.tage_reset_period=50"]
 
 
 def branches(ops, pcs, taken, targets, sizes=None) -> InstrBlock:
@@ -62,10 +66,58 @@ def control_streams(draw):
 
 @settings(max_examples=80, deadline=None)
 @given(block=control_streams(), name=st.sampled_from(["mpc7447a", "nehalem", "z10"]),
-       kind=st.sampled_from([None, "bimodal", "gshare", "always_taken", "perfect"]))
+       kind=st.sampled_from([None, "bimodal", "gshare", "always_taken", "perfect", "tage"]))
 def test_numba_predictor_matches_reference(block, name, kind):
     p = load_platform(name, SMALL_BP)
     assert predict(p, block, kind).tolist() == reference(p, block, kind).tolist()
+
+
+def test_tage_matches_reference_over_long_histories():
+    """The shipped TAGE sizes, 3,000 branches: histories up to 57 outcomes, folded incrementally in the kernel
+    and from the whole history in the reference."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    pcs = 0x40_0000 + 16 * rng.integers(0, 40, n)
+    bias = (pcs // 16) % 3                    # never, always, or by a period-7 pattern with noise
+    taken = np.where(bias == 0, 0, np.where(bias == 1, 1, (np.arange(n) % 7 == 0) ^ (rng.random(n) < 0.05)))
+    b = branches([OP_BRANCH] * n, pcs, taken.astype(int), np.where(taken, 0x2000, 0))
+    p = load_platform("nehalem")
+    got = predict(p, b, "tage")
+    assert got.tolist() == reference(p, b, "tage").tolist()
+    assert ((got & OUT_DIR) != 0).sum() > 50          # the stream is not trivial
+
+
+def test_tage_learns_a_period_longer_than_gshares_history():
+    """One branch taken every 40th time: gshare's 14 outcomes of history cannot tell the taken instance from
+    the 25 not-taken ones before it that saw the same history; TAGE's 57-outcome table can."""
+    n = 40 * 200
+    taken = [1 if i % 40 == 39 else 0 for i in range(n)]
+    b = branches([OP_BRANCH] * n, [0x1000] * n, taken, [0x0F00 if t else 0 for t in taken])
+    p = load_platform("nehalem")
+    last = slice(n - 40 * 50, n)
+    assert ((predict(p, b, "gshare")[last] & OUT_DIR) != 0).sum() >= 50         # once a period at least
+    assert ((predict(p, b, "tage")[last] & OUT_DIR) != 0).sum() == 0
+
+
+def test_tage_tags_keep_apart_branches_that_share_a_counter():
+    """Two branches 16 K apart share a bimodal counter of the 16 K-entry table and train it against each
+    other; in TAGE each finds its own tagged entry after a few mispredictions."""
+    n = 4000
+    pcs = [0x1000 if i % 2 == 0 else 0x1000 + 16384 for i in range(n)]
+    taken = [1 if i % 2 == 0 else 0 for i in range(n)]
+    b = branches([OP_BRANCH] * n, pcs, taken, [0x0F00 if t else 0 for t in taken])
+    p = load_platform("nehalem")
+    assert ((predict(p, b, "bimodal")[n // 2:] & OUT_DIR) != 0).mean() >= 0.5
+    assert ((predict(p, b, "tage")[n // 2:] & OUT_DIR) != 0).sum() == 0
+
+
+def test_tage_geometry_is_checked_at_the_boundary():
+    for value, problem in (("[5,5]", "strictly increasing"), ("[5,63]", "at most 62"),
+                           ("[1,2,3,4,5,6,7,8,9]", "1 to 8")):
+        with pytest.raises(SimulatorInputError, match=rf"tage_history.*{problem}"):
+            load_platform("nehalem", [f"branch_predictor.tage_history={value}"])
+    with pytest.raises(SimulatorInputError, match="tage_entries must be a power of two"):
+        load_platform("nehalem", ["branch_predictor.tage_entries=1000"])
 
 
 def test_always_taken_loop_branch_is_learned_by_both_direction_predictors():
@@ -138,10 +190,10 @@ def test_perfect_predictor_never_mispredicts():
 
 
 def test_registry_names_and_unknown_name():
-    assert set(PREDICTORS) == {"bimodal", "gshare", "always_taken", "perfect"}
+    assert set(PREDICTORS) == {"bimodal", "gshare", "always_taken", "perfect", "tage"}
     assert predictor_id("gshare") == PREDICTORS["gshare"]
-    with pytest.raises(SimulatorInputError, match="unknown branch predictor 'tage'; known: always_taken, bimodal"):
-        predictor_id("tage")
+    with pytest.raises(SimulatorInputError, match="unknown branch predictor 'ltage'; known: always_taken, bimodal"):
+        predictor_id("ltage")
 
 
 def test_sizes_come_from_the_platform():
@@ -150,3 +202,11 @@ def test_sizes_come_from_the_platform():
         (2048, 2, 32, 4, 8, 2)
     state = cfg.new_state()
     assert state.bht.shape == (2048,) and state.btb.shape == (128, 3) and state.ras.shape == (8,)
+    # TAGE: the base, then four bytes an entry per tagged table (counter, useful, two of tag); its geometry
+    # in the scalar words
+    tage = PredictorConfig.from_platform(load_platform("nehalem"), "tage")
+    state = tage.new_state()
+    assert state.bht.shape == (16384 + 4 * 1024 * 4,) and (state.bht[:16384] == 1).all() and not state.bht[16384:].any()
+    assert state.bp[4:9].tolist() == [4, 10, 9, 0, 1 << 18] and state.bp[9:13].tolist() == [5, 11, 25, 57]
+    assert tage.hist_mask == (1 << 58) - 1
+    assert TAGE_MAX_TABLES == PLATFORM_TAGE_MAX_TABLES

@@ -113,7 +113,7 @@ def test_kernel_matches_reference_on_random_streams(block, key):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(block=streams(60), key=st.sampled_from(["nehalem-small", "mpc7447a", "z10-small"]),
-       predictor=st.sampled_from(["bimodal", "gshare", "always_taken", "perfect"]))
+       predictor=st.sampled_from(["bimodal", "gshare", "always_taken", "perfect", "tage"]))
 def test_kernel_matches_reference_with_every_predictor(block, key, predictor):
     core, ref = run_both(platform(key), block, predictor)
     assert_same(core, ref)

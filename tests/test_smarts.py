@@ -49,12 +49,13 @@ def engines(platform) -> bool:
 
 
 # --------------------------------------------------------------------------------- functional warming
-@pytest.mark.parametrize("platform_name", ["nehalem", "z10"])
-def test_warming_leaves_memory_and_predictors_as_the_detailed_run(platform_name):
+@pytest.mark.parametrize("platform_name, overrides", [("nehalem", []), ("z10", []),
+                                                     ("nehalem", ["branch_predictor.kind=tage"])])
+def test_warming_leaves_memory_and_predictors_as_the_detailed_run(platform_name, overrides):
     """Same accesses in the same order, and no prefetch engines whose drops depend on time: every memory
     word (cache and TLB contents, replacement stamps, prefetcher tables, counters) but the times and every
     predictor word are equal; the core's counters are untouched by warming."""
-    p = load_platform(platform_name)
+    p = load_platform(platform_name, overrides)
     assert not engines(p)
     block = stream(p, "cint2006/429.mcf", 60_000)
     detailed, warmed = Core(p, seed=3), Core(p, seed=3)

@@ -25,7 +25,7 @@ import numpy as np
 from whatif.simulator.core import counters as V
 from whatif.simulator.core import timing as TM
 from whatif.simulator.core import warming as WM
-from whatif.simulator.core.predictors import PredictorConfig
+from whatif.simulator.core.predictors import P_TAGE, PredictorConfig
 from whatif.simulator.errors import SimulatorInputError, constraint_error
 from whatif.simulator.isa import OP_NAMES, InstrBlock, isa_for
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
@@ -139,6 +139,8 @@ class Core:
         self.cfg, self.lat, self.predictor_config = build_config(platform, self.memory, predictor, btb_miss_penalty)
         self.state = new_state(self.cfg)
         self.predictor_state = self.predictor_config.new_state()
+        # the kernels' last argument: given (True) only for TAGE, left out otherwise (predict_control)
+        self._tage = (True,) if self.predictor_config.kind == P_TAGE else ()
         self.CT = np.zeros(V.NCOUNTERS, dtype=np.int64)
         self.CS = np.zeros(V.NCAUSES, dtype=np.int64)
         self.simulation_seconds = 0.0
@@ -173,7 +175,7 @@ class Core:
             raise ValueError(f"records: expected contiguous int64[{n}, {TM.NREC}], got {records.dtype}{records.shape}")
         t0 = time.perf_counter()
         done = TM.simulate(self.cfg, self.lat, *self.state, *self.predictor_state, self.CT, self.CS,
-                           tuple(self.memory.state), *arrays, start, end, until, records)
+                           tuple(self.memory.state), *arrays, start, end, until, records, *self._tage)
         dt = time.perf_counter() - t0
         self.simulation_seconds += dt
         return int(done)
@@ -194,7 +196,7 @@ class Core:
         pc, op, size, _, _, _, _, mem_addr, mem_size, taken, target, _ = block.kernel_arrays()
         done = WM.warm(self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), pc, op, size,
                        mem_addr, mem_size, taken, target, int(start), end,
-                       self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)))
+                       self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)), *self._tage)
         self.simulation_seconds += time.perf_counter() - t0
         return int(done)
 

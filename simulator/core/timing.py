@@ -330,10 +330,11 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq, reg_retired,
              reg_port, ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
-             start, stop, until_cycle, rec):
+             start, stop, until_cycle, rec, tage=False):
     """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
     stop - start when the last retirement reached ``until_cycle`` >= 0).  ``rec``: an int64 array of
-    ``NREC`` columns with a row per block instruction to receive the records, or no rows."""
+    ``NREC`` columns with a row per block instruction to receive the records, or no rows.  ``tage``: pass
+    True when the predictor is TAGE, else leave it out (:func:`~simulator.core.predictors.predict_control`)."""
     mv = memport.views(mem)
     # raw views: no reference counting when the helpers below receive them
     cfg, lat, S, rob_ring, lq_ring, sq_ring = raw.i64(cfg), raw.i64(lat), raw.i64(S), raw.i64(rob_ring), \
@@ -469,7 +470,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         pout = 0
         if is_ctrl:
             pout = predict_control(op, pc, size, taken, target_a[iu], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
-                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp)
+                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp, tage)
             if taken:
                 CT[V.CT_TAKEN] += 1
                 fetch_break = 1

@@ -57,9 +57,10 @@ if CONTROL_OPS != tuple(range(OP_BRANCH, len(isa.OP_NAMES))):       # warm() tes
 
 @njit(cache=True)
 def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, taken_a, target_a,
-         start, stop, now0, cpi_q16):
+         start, stop, now0, cpi_q16, tage=False):
     """Functionally warm instructions [start, stop) of a block (see the module docstring); instruction
-    ``start + j`` accesses memory at cycle ``now0 + j * cpi_q16 / 65536``.  Returns the number warmed."""
+    ``start + j`` accesses memory at cycle ``now0 + j * cpi_q16 / 65536``.  Returns the number warmed.
+    ``tage`` as :func:`simulator.core.timing.simulate` has it."""
     mv = memport.views(mem)
     cfg, S = raw.i64(cfg), raw.i64(S)
     bht, btb, ras, bp = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp)
@@ -94,7 +95,7 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
         if op >= OP_BRANCH:                      # the control transfers (CONTROL_OPS) are the last op classes
             taken = np.int64(taken_a[iu])
             pout = predict_control(op, pc, size, taken, target_a[iu], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
-                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp)
+                                   hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp, tage)
             if taken != 0 or (pout & (OUT_DIR | OUT_TGT)) != 0:
                 need_access = 1                  # taken, mispredicted, or a BTB miss of a taken transfer
         elif op == OP_LOAD or op == OP_STORE:
