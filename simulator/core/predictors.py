@@ -20,7 +20,7 @@ alignment (2 bits for PowerPC, 1 for z/Architecture, none for x86).
 
 TAGE (A. Seznec, P. Michaud, "A case for (partially) TAgged GEometric history length branch
 predictors", JILP 8, 2006), as simplified here.  An entry holds a 3-bit counter (taken at 4 and
-above), a ``tage_tag_bits`` tag and a 2-bit useful counter.  With a = address >> alignment, E =
+above), a ``tage_tag_bits`` tag and a 2-bit useful counter.  With a = (address >> alignment) mod 2^62, E =
 ``tage_entries`` and F(L, w) = XOR over j < L of h_j << (j mod w) (h_0 the newest outcome), table i
 is indexed by (a ^ (a >> log2 E) ^ F(L_i, log2 E)) mod E and tagged by (a ^ F(L_i, t) ^ (F(L_i, t - 1)
 << 1)) mod 2^t.  The *provider* is the matching table of longest history, the *alternate* the next

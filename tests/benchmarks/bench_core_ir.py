@@ -10,14 +10,17 @@ two of ``bench_core.py``'s streams (a dependent chain of ALU operations, and the
 256 KB of data), and while ``Machine.run`` simulates 429.mcf (``mcf``: memory-bound, CPI 9; synthesis,
 the OS model and every level of the hierarchy with its prefetchers and page walks), also with its memory
 traffic timed (``mcf-timed``: issue 15's timed prefetch arrival, the memory channel's queue and the L2
-streamer with 16 prefetch engines, which the README measures together).  Printed per stream:
-the host instructions of ``timing.simulate`` itself per simulated instruction, and of all the compiled
-code the run executes (memory hierarchy included), each counted in a process that runs the stream less
-the same process without that run (Python's own count varies by millions between processes, so only JIT
-code is counted), against its anchor: the build before unsigned indices (bb3b387) for the core's
-streams, 6f5bf1a for mcf (the build before the RS cursor's skip over cycles without releases and the
-victim search among the tags), eba9626 for mcf-timed.  It is a count, not a time: a host instruction that
-misses the host's caches costs more than one that does not.
+streamer with 16 prefetch engines, which the README measures together), and 445.gobmk, branchy (gshare
+mispredicts 18 directions per 1,000 of its instructions over 2 M), with gshare (``gobmk``) and with TAGE
+(``gobmk-tage``: issue 15's opt-in predictor, which runs its own build of the kernel).  Printed per
+stream: the host instructions of ``timing.simulate`` itself per simulated instruction, and of all the
+compiled code the run executes (memory hierarchy included), each counted in a process that runs the
+stream less the same process without that run (Python's own count varies by millions between processes,
+so only JIT code is counted), against its anchor: the build before unsigned indices (bb3b387) for the
+core's streams, 6f5bf1a for mcf (the build before the RS cursor's skip over cycles without releases and
+the victim search among the tags), eba9626 for mcf-timed, 3cef668 (TAGE's commit) for the gobmk
+streams.  It is a count, not a time: a host instruction that misses the host's caches costs more than
+one that does not.
 
 ``--lines N`` says where the count goes: the kernels are compiled afresh with numba's debug information
 (into a temporary cache; a minute or two), the object code of the timing kernel's library (the kernel and
@@ -53,16 +56,27 @@ from collections import Counter
 from pathlib import Path
 
 CPU = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "+avx2"}
-STREAMS = ("chain", "program", "mcf", "mcf-timed")
+STREAMS = ("chain", "program", "mcf", "mcf-timed", "gobmk", "gobmk-tage")
+# the streams Machine.run simulates, and their workload
+WORKLOADS = {"mcf": "429.mcf", "mcf-timed": "429.mcf", "gobmk": "445.gobmk", "gobmk-tage": "445.gobmk"}
 # Nehalem, 200,000 instructions: simulate() itself, all the JIT code of the run; bb3b387 (2026-11-28) for
-# the core's streams, 6f5bf1a (2026-11-29) for mcf, eba9626 (2026-11-29) for mcf-timed
-ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1), "mcf": (836.5, 1485.2), "mcf-timed": (727.5, 1453.8)}
+# the core's streams, 6f5bf1a (2026-11-29) for mcf, eba9626 (2026-11-29) for mcf-timed, 3cef668 (2026-11-29)
+# for gobmk and gobmk-tage
+ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1), "mcf": (836.5, 1485.2), "mcf-timed": (727.5, 1453.8),
+          "gobmk": (617.1, 813.4), "gobmk-tage": (699.5, 904.5)}
 # mcf-timed: 429.mcf with memory traffic timed (issue 15), as the README's measurements of that cost have it:
 # timed prefetch arrival, the memory channel's queue, and the L2 streamer with 16 prefetch engines
 OVERRIDES = {"mcf-timed": ("memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
-                           "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16")}
+                           "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16"),
+             "gobmk-tage": ("branch_predictor.kind=tage",)}
 SPAN = 0x8000          # bytes of machine code counted from simulate()'s entry (the function is ~20 KB)
 KEEP_OBJECT = "WHATIF_BENCH_KEEP_OBJECT"      # tells the warm-up child to write the object code it compiled
+
+
+def object_name(stream: str) -> str:
+    """The file of the object code a stream runs: TAGE's build of the kernel is its own (``tage`` is an
+    argument the other predictors leave out, so numba compiles the kernel twice)."""
+    return "simulate-tage.o" if "branch_predictor.kind=tage" in OVERRIDES.get(stream, ()) else "simulate.o"
 
 
 def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) -> None:
@@ -73,11 +87,11 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
     from whatif.simulator.platform import load_platform
 
     p = load_platform(platform_name, OVERRIDES.get(stream, ()))
-    if stream.startswith("mcf"):
+    if stream in WORKLOADS:
         from whatif.simulator.machine import Machine
         from whatif.simulator.workload import load_workload
 
-        workload = load_workload("429.mcf")
+        workload = load_workload(WORKLOADS[stream])
         Machine(p, workload, 20_000, seed=1).run()                 # compile or load; the program built
         machine = Machine(p, workload, n, seed=1)                  # built in both runs: only run() differs
     else:
@@ -85,10 +99,10 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
         Core(p).run(MB.random_program(2000, 0))                   # compile or load, outside the count
     cres = TM.simulate.overloads[TM.simulate.signatures[0]]
     Path(addr_file).write_text(str(cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)))
-    obj = Path(addr_file).with_name("simulate.o")
+    obj = Path(addr_file).with_name(object_name(stream))
     if os.environ.get(KEEP_OBJECT) == "1" and not obj.exists():
         obj.write_bytes(cres.library._get_compiled_object())     # compiled in this process (a fresh cache)
-    if stream.startswith("mcf"):
+    if stream in WORKLOADS:
         if run:
             machine.run()
         return
@@ -241,10 +255,11 @@ def main() -> None:
             offsets = Counter({a - entry1: v for a, v in per1.items()})
             offsets.subtract({a - entry0: v for a, v in per0.items()})
             own = sum(v for off, v in offsets.items() if 0 <= off < SPAN)
-            anchor = ANCHOR[stream] if args.platform == "nehalem" and n == 200_000 else (float("nan"),) * 2
+            anchor = ANCHOR.get(stream, (float("nan"),) * 2) if args.platform == "nehalem" and n == 200_000 \
+                else (float("nan"),) * 2
             print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
             if args.lines or args.functions:
-                lines, functions = where(work / "simulate.o", offsets, args.lines or args.functions)
+                lines, functions = where(work / object_name(stream), offsets, args.lines or args.functions)
                 tables = (("source line", lines), ("compiled function", functions)) if args.lines else \
                     (("compiled function", functions),)
                 for what, rows in tables:
