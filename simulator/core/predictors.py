@@ -115,10 +115,10 @@ class PredictorConfig:
     btb_ways: int
     ras_entries: int
     pc_shift: int
-    tage_entries: int = 1024
-    tage_tag_bits: int = 9
-    tage_history: tuple[int, ...] = (5, 11, 25, 57)
-    tage_reset_period: int = 1 << 18
+    tage_entries: int
+    tage_tag_bits: int
+    tage_history: tuple[int, ...]
+    tage_reset_period: int
 
     @classmethod
     def from_platform(cls, platform, kind: str | None = None) -> "PredictorConfig":
