@@ -31,7 +31,7 @@ class SimulateSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     instructions: PositiveInt = 2_000_000
     warmup: NonNegativeInt = 0                   # program instructions run uncounted first (caches warm)
-    sampling: list[FiniteFloat] | None = None    # [s_d, s_p, s_i] in the seed's seconds
+    sampling: list[FiniteFloat] | None = Field(default=None, min_length=3, max_length=3)  # [s_d, s_p, s_i], seconds
     time_scale: float = Field(default=DEFAULT_TIME_SCALE, gt=0, allow_inf_nan=False)
     pmu: Literal["ideal", "physical"] = "ideal"
     os_noise: bool = True

@@ -11,6 +11,7 @@ files damaged in more ways.  Below: each crash the fuzzer found, as the input th
 """
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -180,6 +181,16 @@ def test_signatures_of_cpis_near_the_largest_float_are_pearsons_r(tmp_path):
 def test_a_sampling_beyond_any_run_is_one_user_error(tmp_path, sampling, match):
     text = fixtures.SIMULATE.replace("sampling = [10, 5, 3]", f"sampling = {sampling}")
     refused("scenario", {"s.toml": text.encode()}, tmp_path, match)
+
+
+@pytest.mark.parametrize("sampling", ["[]", "[10, 5]", "[10, 5, 3, 1]"])
+def test_a_sampling_without_three_numbers_is_one_user_error(tmp_path, sampling):
+    # was IndexError: the similarity study's sensitivity schedules read s_d of an empty list
+    text = (fixtures.SCENARIO_DIR / "cint2006-similarity.toml").read_text()
+    text, n = re.subn(r"(?m)^sampling = \[[^\]]*\]", f"sampling = {sampling}", text, count=1)
+    assert n == 1
+    refused("scenario", {"s.toml": text.encode()}, tmp_path,
+            r"simulate: sampling: List should have at (least|most) 3 items")
 
 
 @pytest.mark.parametrize("factor", ["1e300", "2000.0", "0.0"])
