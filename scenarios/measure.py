@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt, PositiveInt, field_validator
 
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.progress import progress_bar, status
@@ -31,12 +31,19 @@ class SimulateSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     instructions: PositiveInt = 2_000_000
     warmup: NonNegativeInt = 0                   # program instructions run uncounted first (caches warm)
-    sampling: list[FiniteFloat] | None = Field(default=None, min_length=3, max_length=3)  # [s_d, s_p, s_i], seconds
+    sampling: list[FiniteFloat] | None = None    # [s_d, s_p, s_i] in the seed's seconds
     time_scale: float = Field(default=DEFAULT_TIME_SCALE, gt=0, allow_inf_nan=False)
     pmu: Literal["ideal", "physical"] = "ideal"
     os_noise: bool = True
     predictor: str | None = None
     sample: str | None = None                    # "smarts" or "smarts:U,W,N": SMARTS sampled runs
+
+    @field_validator("sampling")
+    @classmethod
+    def _three_numbers(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and len(v) != 3:
+            raise ValueError(f"expected [s_d, s_p, s_i], three numbers, got {v}")
+        return v
 
     def smarts(self, where: str = "simulate.sample") -> SmartsSpec | None:
         return None if self.sample is None else SmartsSpec.parse(self.sample, where)

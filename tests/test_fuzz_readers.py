@@ -190,7 +190,7 @@ def test_a_sampling_without_three_numbers_is_one_user_error(tmp_path, sampling):
     text, n = re.subn(r"(?m)^sampling = \[[^\]]*\]", f"sampling = {sampling}", text, count=1)
     assert n == 1
     refused("scenario", {"s.toml": text.encode()}, tmp_path,
-            r"simulate: sampling: List should have at (least|most) 3 items")
+            r"simulate: sampling: .*expected \[s_d, s_p, s_i\], three numbers, got \[")
 
 
 @pytest.mark.parametrize("factor", ["1e300", "2000.0", "0.0"])
