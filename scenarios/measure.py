@@ -51,8 +51,6 @@ class SimulateSpec(BaseModel):
     def sampling_scaled(self) -> Sampling | None:
         if self.sampling is None:
             return None
-        if len(self.sampling) != 3:
-            raise SimulatorInputError(f"sampling: expected [s_d, s_p, s_i], got {self.sampling}")
         sampling = Sampling(*self.sampling)
         try:
             return sampling.scaled(self.time_scale)

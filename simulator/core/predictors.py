@@ -203,7 +203,8 @@ def _btb_write(btb, bp, base, way, pc, target, ways):
 def _tage(a, taken, bht, bp, bht_mask, ctr_thresh, ctr_max, hist_mask):
     """TAGE's prediction for the conditional branch at (aligned) address ``a``, trained on ``taken``
     (module docstring).  Inlined: called as a function from the core's kernel it cost a TAGE run a third
-    of its speed (445.gobmk on Nehalem 9.1 against 14.3 M instructions/s inlined, 15.5 with gshare)."""
+    of its speed (445.gobmk on Nehalem, an experimental build: 9.1 M instructions/s against 15.5 with gshare
+    in the same process; the first inlined build 14.3 against 15.7)."""
     n = bp[BP_T_N]
     loge = bp[BP_T_LOGE]
     tbits = bp[BP_T_TAGBITS]

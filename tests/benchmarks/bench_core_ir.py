@@ -255,8 +255,7 @@ def main() -> None:
             offsets = Counter({a - entry1: v for a, v in per1.items()})
             offsets.subtract({a - entry0: v for a, v in per0.items()})
             own = sum(v for off, v in offsets.items() if 0 <= off < SPAN)
-            anchor = ANCHOR.get(stream, (float("nan"),) * 2) if args.platform == "nehalem" and n == 200_000 \
-                else (float("nan"),) * 2
+            anchor = ANCHOR[stream] if args.platform == "nehalem" and n == 200_000 else (float("nan"),) * 2
             print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
             if args.lines or args.functions:
                 lines, functions = where(work / object_name(stream), offsets, args.lines or args.functions)
