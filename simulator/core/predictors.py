@@ -79,14 +79,19 @@ OUT_MISPREDICT = OUT_DIR | OUT_TGT
 BP_GHIST, BP_RAS_TOP, BP_RAS_COUNT, BP_BTB_CLOCK = range(4)
 # TAGE's geometry (set once) and running words, after those: tables, log2 entries, tag bits, conditional
 # branches since the last halving of the useful counters, the halving period, and per table (at most
-# TAGE_MAX_TABLES) its history length and its three folded histories (index, tag, tag shifted)
+# TAGE_MAX_TABLES) its history length, its three folded histories (index, tag, tag shifted) and where the
+# outcome leaving the history leaves each of them (length mod width: set once, as a division per fold and
+# branch cost more than the rest of the fold)
 TAGE_MAX_TABLES = 8
 BP_T_N, BP_T_LOGE, BP_T_TAGBITS, BP_T_COUNT, BP_T_PERIOD = range(4, 9)
 BP_T_LEN = 9
 BP_T_FI = BP_T_LEN + TAGE_MAX_TABLES
 BP_T_FT1 = BP_T_FI + TAGE_MAX_TABLES
 BP_T_FT2 = BP_T_FT1 + TAGE_MAX_TABLES
-NBP_TAGE = BP_T_FT2 + TAGE_MAX_TABLES
+BP_T_OI = BP_T_FT2 + TAGE_MAX_TABLES
+BP_T_OT1 = BP_T_OI + TAGE_MAX_TABLES
+BP_T_OT2 = BP_T_OT1 + TAGE_MAX_TABLES
+NBP_TAGE = BP_T_OT2 + TAGE_MAX_TABLES
 # a tagged table's bytes in the BHT array, after the base's: counters, useful counters, tags + 1 (two bytes
 # each, little-endian; 0 = empty)
 T_CTR, T_U, T_TAG = 0, 1, 2
@@ -159,6 +164,10 @@ class PredictorConfig:
             bp[BP_T_N], bp[BP_T_LOGE] = n_tables, self.tage_entries.bit_length() - 1
             bp[BP_T_TAGBITS], bp[BP_T_PERIOD] = self.tage_tag_bits, self.tage_reset_period
             bp[BP_T_LEN:BP_T_LEN + n_tables] = self.tage_history
+            for i, length in enumerate(self.tage_history):
+                bp[BP_T_OI + i] = length % bp[BP_T_LOGE]
+                bp[BP_T_OT1 + i] = length % self.tage_tag_bits
+                bp[BP_T_OT2 + i] = length % (self.tage_tag_bits - 1)
         return PredictorState(bht=bht, btb=btb, ras=np.zeros(self.ras_entries, dtype=np.uint64), bp=bp)
 
     def scalars(self) -> tuple[int, ...]:
@@ -274,11 +283,10 @@ def _tage(a, taken, bht, bp, bht_mask, ctr_thresh, ctr_max, hist_mask):
     h = ((bp[BP_GHIST] << 1) | taken) & hist_mask
     bp[BP_GHIST] = h
     for i in range(n):
-        length = bp[BP_T_LEN + i]
-        leaving = (h >> length) & 1
-        bp[BP_T_FI + i] = _fold(bp[BP_T_FI + i], taken, leaving, length, loge)
-        bp[BP_T_FT1 + i] = _fold(bp[BP_T_FT1 + i], taken, leaving, length, tbits)
-        bp[BP_T_FT2 + i] = _fold(bp[BP_T_FT2 + i], taken, leaving, length, tbits - 1)
+        leaving = (h >> bp[BP_T_LEN + i]) & 1
+        bp[BP_T_FI + i] = _fold(bp[BP_T_FI + i], taken, leaving, bp[BP_T_OI + i], loge)
+        bp[BP_T_FT1 + i] = _fold(bp[BP_T_FT1 + i], taken, leaving, bp[BP_T_OT1 + i], tbits)
+        bp[BP_T_FT2 + i] = _fold(bp[BP_T_FT2 + i], taken, leaving, bp[BP_T_OT2 + i], tbits - 1)
     return pred
 
 
@@ -293,11 +301,12 @@ def _step(bht, at, ctr, taken, top):
 
 
 @njit(cache=True, inline="always")
-def _fold(f, entering, leaving, length, w):
+def _fold(f, entering, leaving, out_point, w):
     """F(length, w) after one more outcome: every bit's position mod w moves up by one (a rotation of the
-    w-bit word), the new outcome enters at 0 and the one now ``length`` back leaves from length mod w."""
+    w-bit word), the new outcome enters at 0 and the one now ``length`` back leaves from ``out_point`` =
+    length mod w."""
     f = (f << 1) | entering
-    f ^= leaving << (length % w)
+    f ^= leaving << out_point
     f ^= f >> w
     return f & ((1 << w) - 1)
 
