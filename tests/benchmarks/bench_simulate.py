@@ -2,12 +2,19 @@
 hierarchy + core timing + OS noise, in simulated program instructions per second on one core.
 
     python tests/benchmarks/bench_simulate.py [--platform nehalem] [--instructions 5000000] [--repeats 3]
+                                              [--variant NAME="KEY=VALUE;KEY=VALUE" ...]
 
 Per workload: the best and median rate of ``Machine(...).run()`` over the repeats, as wall-clock and as
 CPU-time rate (the process's own CPU seconds: excludes time the scheduler gave to other processes on a
 shared machine), and the share of the time spent in synthesis (measured separately on the same stream).
 Compilation and the static program's construction are excluded (a warm-up run precedes the timing).
 Goal (issue 3): >= 10 M instructions/s on the Nehalem model.
+
+``--variant`` measures what a platform setting costs: the platform as loaded and each variant (the platform
+with those ``--set``-style overrides) run alternately in one process, one run each per round, the order
+reversed every other round, so that the host's drift -- 15-25 % between runs minutes apart on a shared host,
+more than most changes move the rate -- falls on all of them alike.  Per workload: every variant's median
+CPU-time rate and its ratio to the base's; then the geometric means.
 """
 
 from __future__ import annotations
@@ -56,7 +63,12 @@ def main() -> None:
     ap.add_argument("--platform", default="nehalem")
     ap.add_argument("--instructions", type=int, default=5_000_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--variant", action="append", default=[], metavar='NAME="KEY=VALUE;..."',
+                    help="a platform variant run alternately with the platform as loaded (repeatable)")
     args = ap.parse_args()
+    if args.variant:
+        alternated(args)
+        return
     platform = load_platform(args.platform)
     n = args.instructions
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; {args.platform}, {n:,} instructions")
@@ -80,6 +92,37 @@ def main() -> None:
               f"{n / sc / 1e6:5.1f} M/s CPU ({sc / np.median(cpu):.0%} of the run)")
     print(f"geometric mean of the median CPU-time rates: {np.exp(np.mean(np.log(all_cpu))):.2f} M instr/s "
           f"[goal >= 10 M/s]")
+
+
+def alternated(args) -> None:
+    """The base platform and every ``--variant`` alternately, run by run (module docstring)."""
+    base = load_platform(args.platform)
+    variants = {"base": base}
+    for spec in args.variant:
+        name, _, overrides = spec.partition("=")
+        variants[name] = load_platform(args.platform, [o for o in overrides.split(";") if o], label="--variant")
+    n = args.instructions
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; {args.platform}, {n:,} instructions, "
+          f"{args.repeats} alternated rounds; median CPU-time rates (M instructions/s) and their ratio to base")
+    names = list(variants)
+    print(f"{'':16s} " + " ".join(f"{v:>18s}" for v in names))
+    logs = {v: [] for v in names}
+    for wl_name in WORKLOADS:
+        wl = load_workload(wl_name)
+        for p in variants.values():
+            Machine(p, wl, 20_000, seed=1).run()                               # compiled, program built
+        cpu = {v: [] for v in names}
+        for r in range(args.repeats):
+            for v in (names if r % 2 == 0 else names[::-1]):
+                m = Machine(variants[v], wl, n, seed=1, run_seed=r)
+                cpu[v].append(timed(m.run)[1])
+        rate = {v: n / np.median(cpu[v]) / 1e6 for v in names}
+        for v in names:
+            logs[v].append(np.log(rate[v]))
+        print(f"{wl_name:16s} " + " ".join(f"{rate[v]:9.2f} ({rate[v] / rate['base']:5.3f})" for v in names))
+    gm = {v: np.exp(np.mean(logs[v])) for v in names}
+    print(f"{'geometric mean':16s} " + " ".join(f"{gm[v]:9.2f} ({gm[v] / gm['base']:5.3f})" for v in names)
+          + "   [goal >= 10 M/s]")
 
 
 if __name__ == "__main__":
