@@ -12,7 +12,7 @@ Goal (issue 3): >= 10 M instructions/s on the Nehalem model.
 
 ``--variant`` measures what a platform setting costs: the platform as loaded and each variant (the platform
 with those ``--set``-style overrides) run alternately in one process, one run each per round, the order
-reversed every other round, so that the host's drift -- 15-25 % between runs minutes apart on a shared host,
+reversed every other round, so that the host's drift -- 15-35 % between runs minutes apart on a shared host,
 more than most changes move the rate -- falls on all of them alike.  Per workload: every variant's median
 CPU-time rate and its ratio to the base's; then the geometric means.
 """
@@ -31,6 +31,7 @@ for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from whatif.simulator.errors import SimulatorInputError  # noqa: E402
 from whatif.simulator.isa import InstrBlock, isa_for  # noqa: E402
 from whatif.simulator.machine import Machine  # noqa: E402
 from whatif.simulator.platform import load_platform  # noqa: E402
@@ -100,7 +101,14 @@ def alternated(args) -> None:
     variants = {"base": base}
     for spec in args.variant:
         name, _, overrides = spec.partition("=")
-        variants[name] = load_platform(args.platform, [o for o in overrides.split(";") if o], label="--variant")
+        keys = [o for o in overrides.split(";") if o]
+        if not name or name in variants or not keys:
+            raise SystemExit(f"--variant {spec!r}: expected NAME=\"KEY=VALUE;...\" with a new name (not 'base') "
+                             f"and at least one override")
+        try:
+            variants[name] = load_platform(args.platform, keys, label="--variant")
+        except SimulatorInputError as e:
+            raise SystemExit(str(e)) from None
     n = args.instructions
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; {args.platform}, {n:,} instructions, "
           f"{args.repeats} alternated rounds; median CPU-time rates (M instructions/s) and their ratio to base")
