@@ -251,8 +251,9 @@ class BranchPredictor(_Strict):
     def _check(self) -> "BranchPredictor":
         if not _pow2(self.bht_entries):
             raise ValueError(f"bht_entries must be a power of two, got {self.bht_entries}")
-        if not _pow2(self.tage_entries):
-            raise ValueError(f"tage_entries must be a power of two, got {self.tage_entries}")
+        if not _pow2(self.tage_entries) or self.tage_entries < 2:
+            # (one entry has no index bits: the index fold would be 0 bits wide)
+            raise ValueError(f"tage_entries must be a power of two, at least 2, got {self.tage_entries}")
         h = self.tage_history
         if not 1 <= len(h) <= TAGE_MAX_TABLES or any(b <= a for a, b in zip(h, h[1:])) or h[-1] > 62:
             raise ValueError(f"tage_history must be 1 to {TAGE_MAX_TABLES} strictly increasing history lengths "

@@ -116,8 +116,9 @@ def test_tage_geometry_is_checked_at_the_boundary():
                            ("[1,2,3,4,5,6,7,8,9]", "1 to 8")):
         with pytest.raises(SimulatorInputError, match=rf"tage_history.*{problem}"):
             load_platform("nehalem", [f"branch_predictor.tage_history={value}"])
-    with pytest.raises(SimulatorInputError, match="tage_entries must be a power of two"):
-        load_platform("nehalem", ["branch_predictor.tage_entries=1000"])
+    for entries in (1000, 1):           # (one entry would leave the index fold no bits)
+        with pytest.raises(SimulatorInputError, match="tage_entries must be a power of two, at least 2"):
+            load_platform("nehalem", [f"branch_predictor.tage_entries={entries}"])
 
 
 def test_always_taken_loop_branch_is_learned_by_both_direction_predictors():

@@ -160,12 +160,12 @@ class PredictorConfig:
         bht[:self.bht_entries] = self.ctr_thresh - 1
         bp = np.zeros(NBP_TAGE if self.kind == P_TAGE else 4, dtype=np.int64)
         if self.kind == P_TAGE:
-            n_tables = len(self.tage_history)
-            bp[BP_T_N], bp[BP_T_LOGE] = n_tables, self.tage_entries.bit_length() - 1
+            n_tables, loge = len(self.tage_history), self.tage_entries.bit_length() - 1
+            bp[BP_T_N], bp[BP_T_LOGE] = n_tables, loge
             bp[BP_T_TAGBITS], bp[BP_T_PERIOD] = self.tage_tag_bits, self.tage_reset_period
             bp[BP_T_LEN:BP_T_LEN + n_tables] = self.tage_history
             for i, length in enumerate(self.tage_history):
-                bp[BP_T_OI + i] = length % bp[BP_T_LOGE]
+                bp[BP_T_OI + i] = length % loge
                 bp[BP_T_OT1 + i] = length % self.tage_tag_bits
                 bp[BP_T_OT2 + i] = length % (self.tage_tag_bits - 1)
         return PredictorState(bht=bht, btb=btb, ras=np.zeros(self.ras_entries, dtype=np.uint64), bp=bp)
