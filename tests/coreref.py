@@ -501,13 +501,14 @@ class RefCore:
                 k = self._earliest_mshr()
                 start = max(tready, self.mshrs[k][0])
                 ct["mshr_wait_cycles"] += start - tready
-                done = start + self.lat[lvl] + self.channel_wait
+                # the channel (or a line in flight below) and the fill buffer are waited for at once
+                done = max(start, tready + self.channel_wait) + self.lat[lvl]
                 self.mshrs[k] = [done, line, lvl, False]
             # each prefetch the access sent into the L1D holds an MSHR until its line arrives
             for pline, plvl, pwait in (memport.prefetch_records(tuple(self.hierarchy.state), np.uint64(maddr)).tolist()
                                        if self.timed_prefetch else []):
                 k = self._earliest_mshr()
-                self.mshrs[k] = [max(tready, self.mshrs[k][0]) + pwait + self.lat[plvl], pline, plvl, True]
+                self.mshrs[k] = [max(tready, self.mshrs[k][0], tready + pwait) + self.lat[plvl], pline, plvl, True]
                 ct["l1d_prefetch_fills"] += 1
             data_miss = lvl != self.L1D
             if op == OP_LOAD:

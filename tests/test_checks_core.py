@@ -63,3 +63,17 @@ def test_prefetch_timing_hides_what_the_prefetch_distance_allows():
     assert 20 < hidden.mean() < 60                                        # about the 40 cycles of ALU work
     k, hidden, late = checks_core.prefetch_timing(nehalem, 300, 2 * mem)  # arrived before its use
     assert late == 0 and (hidden == mem - l1).all()
+
+
+def test_a_streamed_copy_waits_for_fill_buffers_and_the_channel_at_once():
+    """Harpertown's copy with its own 8 fill buffers, timed prefetch arrival, queueing and an L2 streamer
+    (unbounded engines): the streamer keeps the lines coming, so the copy is bound by the 10.6 GB/s bus, not by
+    the fill buffers.  A miss that waits for a fill buffer while its line is already in flight (or queued on
+    the channel) waits for whichever ends later; adding the two waits (as the core once did) ran it at 57 %."""
+    from whatif.simulator.platform import load_platform
+    p = load_platform("harpertown", ["memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
+                                     "caches.L2.prefetchers=['adjacent_line','streamer']",
+                                     "caches.L2.prefetch_engines=0"])
+    gbs, writebacks = checks_core.copy_bandwidth(p, 1.0)
+    assert writebacks > 0
+    assert 0.9 * p.memory.bandwidth_gb_s <= gbs <= p.memory.bandwidth_gb_s

@@ -202,7 +202,14 @@ def stream_bandwidth(platform, scale: float = 3.0) -> tuple[float, int]:
     l1d = platform.top_cache("data")
     wide = [("memory.queueing", "bandwidth"), ("page_walk.kind", "none"), (f"caches.{l1d}.mshrs", 256),
             ("core.rob_entries", 512), ("core.rs_entries", 256), ("core.load_queue", 256), ("core.store_queue", 256)]
-    p = with_overrides(platform, wide + [(f"caches.{c}.prefetchers", []) for c in platform.caches])
+    return copy_bandwidth(with_overrides(platform, wide + [(f"caches.{c}.prefetchers", []) for c in platform.caches]),
+                          scale)
+
+
+def copy_bandwidth(p, scale: float) -> tuple[float, int]:
+    """GB/s a streaming copy over ``scale`` times the LLC per array moves through ``p``'s memory channel,
+    measured over its second half, as ``p`` is configured; and the writebacks in it."""
+    l1d = p.top_cache("data")
     llc = list(p.caches.values())[-1]
     block = MB.stream_copy(int(scale * llc.size_kb * 1024 // llc.line_bytes), p.caches[l1d].line_bytes, p.isa)
     core = Core(p, seed=1)

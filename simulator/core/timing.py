@@ -72,7 +72,10 @@ Execute: ``c = e + unit latency``; control transfers and stores ``c = e + 1``
   (stores after translation).  Loads: ``c = e + DTLB cost + latency of the
   supplying level`` (load-to-use; memory = ``memory.latency_cycles``).  An L1D miss
   holds one of the L1D's ``mshrs`` from its start to its fill; when all are busy it
-  starts when the earliest frees.  A load that hits a line still being filled by
+  starts when the earliest frees.  Its wait for the memory channel or for a line
+  still in flight below (from the memory kernel, counted from its readiness) runs
+  at the same time as that wait: the fill is at max(MSHR start, ready + wait) +
+  latency (a timed L1D prefetch's alike).  A load that hits a line still being filled by
   an MSHR completes no earlier than the fill.  A store that misses a
   write-allocate L1D takes an MSHR for its read-for-ownership.
 Retire: in order, at most ``retire_width`` per cycle, ``r >= c``.  Stores drain
@@ -723,7 +726,10 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 if mshr[k_best, 0] > st:
                     st = mshr[k_best, 0]
                     CT[V.CT_MSHR_WAIT] += st - tready
-                done = st + lat[U64(lvl)] + memport.channel_wait(mv)
+                # the wait for the channel (or for a line in flight below) runs from the request's readiness,
+                # concurrently with the wait for a fill buffer
+                cw = tready + memport.channel_wait(mv)
+                done = (st if st > cw else cw) + lat[U64(lvl)]
                 mshr[k_best, 0] = done
                 mshr[k_best, 1] = line
                 mshr[k_best, 2] = lvl
@@ -734,7 +740,8 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 pline, plvl, pwait = memport.prefetch_record(mv, j, maddr)
                 k_best = _earliest_mshr(mshr, NMSHR)
                 st = tready if mshr[k_best, 0] <= tready else mshr[k_best, 0]
-                pdone = st + pwait + lat[U64(plvl)]
+                cw = tready + pwait
+                pdone = (st if st > cw else cw) + lat[U64(plvl)]
                 mshr[k_best, 0] = pdone
                 mshr[k_best, 1] = pline
                 mshr[k_best, 2] = plvl | MSHR_PREFETCH
