@@ -122,10 +122,10 @@ def test_tage_geometry_is_checked_at_the_boundary():
 
 
 def test_always_taken_loop_branch_is_learned_by_both_direction_predictors():
-    for name in ("mpc7447a", "nehalem"):        # bimodal and gshare
+    for name, kind in (("mpc7447a", "bimodal"), ("nehalem", "gshare")):   # (named: not the platform's default)
         p = load_platform(name)
         b = branches([OP_BRANCH] * 1000, [0x1000] * 1000, [1] * 1000, [0x0F00] * 1000)
-        out = predict(p, b)
+        out = predict(p, b, kind)
         # weakly not-taken counters: bimodal misses once; gshare once per new history value until the
         # history register is all ones (history_bits + 1 branches); then nothing
         warm = 1 + p.branch_predictor.history_bits
@@ -138,8 +138,8 @@ def test_alternating_branch_defeats_bimodal_but_not_gshare():
     n = 2000
     taken = [i % 2 for i in range(n)]
     b = branches([OP_BRANCH] * n, [0x1000] * n, taken, [0x0F00 if t else 0 for t in taken])
-    bimodal = predict(load_platform("mpc7447a"), b)
-    gshare = predict(load_platform("nehalem"), b)
+    bimodal = predict(load_platform("mpc7447a"), b, "bimodal")
+    gshare = predict(load_platform("nehalem"), b, "gshare")
     # a 2-bit counter oscillating between weakly states mispredicts at least half of an alternating pattern
     assert ((bimodal & OUT_DIR) != 0).mean() >= 0.5
     # gshare separates the two histories after warm-up

@@ -49,8 +49,12 @@ def engines(platform) -> bool:
 
 
 # --------------------------------------------------------------------------------- functional warming
-@pytest.mark.parametrize("platform_name, overrides", [("nehalem", []), ("z10", []),
-                                                     ("nehalem", ["branch_predictor.kind=tage"])])
+# (the Xeon L2's prefetch engines, none by default, pinned off: this is warming without time-dependent drops)
+NO_ENGINES = ["l2.prefetch_engines=0"]
+
+
+@pytest.mark.parametrize("platform_name, overrides", [("nehalem", NO_ENGINES), ("z10", []),
+                                                     ("nehalem", NO_ENGINES + ["branch_predictor.kind=tage"])])
 def test_warming_leaves_memory_and_predictors_as_the_detailed_run(platform_name, overrides):
     """Same accesses in the same order, and no prefetch engines whose drops depend on time: every memory
     word (cache and TLB contents, replacement stamps, prefetcher tables, counters) but the times and every
@@ -90,7 +94,8 @@ def test_machine_warming_then_detailed_matches_a_detailed_run():
     """Warm 60 % of a program through the Machine (small blocks, so warming and detailed stretches cross
     block boundaries), time the rest: the memory and predictor state at the end equal a run timed in
     detail throughout, and every program instruction was consumed once."""
-    p = load_platform("nehalem")
+    p = load_platform("nehalem", NO_ENGINES)
+    assert not engines(p)
     wl = load_workload("cint2006/403.gcc")
     full = Machine(p, wl, 100_000, seed=1, noise=None, block_size=4096).run()
     part = Machine(p, wl, 100_000, seed=1, noise=None, block_size=4096)
