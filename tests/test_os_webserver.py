@@ -188,10 +188,10 @@ def test_a_description_of_another_format_version_is_one_line(tmp_path):
 def test_the_servers_trace_replayed_as_a_cache_simulation_counts_its_lines():
     """The hybrid's application side: the kernel's calls and user bursts, in the order the server ran
     them, replayed without timing on the same platform count the lines each primitive brought into every
-    cache depth, and its page walks, in the measured window exactly as the timed server did (Westmere has
-    no time-dependent prefetch engines); on the 7447A, whose 512 KB L2 the same trace overflows, a call
-    brings far more lines into its last level than on Westmere."""
-    westmere = load_platform("westmere")
+    cache depth, and its page walks, in the measured window exactly as the timed server did (Westmere's L2
+    pinned to no prefetch engines, which drop by time); on the 7447A, whose 512 KB L2 the same trace
+    overflows, a call brings far more lines into its last level than on Westmere."""
+    westmere = load_platform("westmere", ["l2.prefetch_engines=0"])
     run = run_server(westmere, {"static": 1.0}, clients=20, workers=20, requests=150, warmup_requests=50,
                      seed=4, spec=FAST, trace=True)
     assert 0 < run.trace_window[0] < run.trace_window[1] == len(run.trace)
