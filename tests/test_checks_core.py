@@ -6,6 +6,7 @@ import numpy as np
 
 from whatif.scenarios.checks import core as checks_core
 from whatif.scenarios.checks.registry import CHECK_MODULES, registered_checks, run_checks
+from whatif.simulator.platform import load_platform
 
 CORE_CHECKS = [n for n in registered_checks() if n.startswith(("core:", "branch:", "prefetch:", "memory:"))]
 
@@ -70,7 +71,6 @@ def test_a_streamed_copy_waits_for_fill_buffers_and_the_channel_at_once():
     (unbounded engines): the streamer keeps the lines coming, so the copy is bound by the 10.6 GB/s bus, not by
     the fill buffers.  A miss that waits for a fill buffer while its line is already in flight (or queued on
     the channel) waits for whichever ends later; adding the two waits (as the core once did) ran it at 57 %."""
-    from whatif.simulator.platform import load_platform
     p = load_platform("harpertown", ["memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
                                      "caches.L2.prefetchers=['adjacent_line','streamer']",
                                      "caches.L2.prefetch_engines=0"])

@@ -30,11 +30,11 @@ def test_run_ahead_prefetchers_come_off_the_data_path_only():
         load_platform("harpertown", ["caches.L2.prefetchers=['adjacent_line']"]))
     assert removed == ["L1D.next_line", "L1D.ip_stride"]
     assert p.caches["L1D"].prefetchers == [] and p.caches["L2"].prefetchers == ["adjacent_line"]
+    assert p.caches["L1I"].prefetchers == ["next_line"]
     # the L2's streamer runs ahead too; its adjacent-line pairs stay
     s, removed = checks_gc.without_run_ahead_prefetchers(
         load_platform("harpertown", ["caches.L2.prefetchers=['adjacent_line','streamer']"]))
     assert removed == ["L1D.next_line", "L1D.ip_stride", "L2.streamer"] and s.caches["L2"].prefetchers == ["adjacent_line"]
-    assert p.caches["L1I"].prefetchers == ["next_line"]
     q, none = checks_gc.without_run_ahead_prefetchers(load_platform("mpc7447a"))
     assert none == [] and q.caches["L2"].prefetchers == ["adjacent_sector"]
 
