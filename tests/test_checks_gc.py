@@ -34,7 +34,8 @@ def test_run_ahead_prefetchers_come_off_the_data_path_only():
     # the L2's streamer runs ahead too; its adjacent-line pairs stay
     s, removed = checks_gc.without_run_ahead_prefetchers(
         load_platform("harpertown", ["caches.L2.prefetchers=['adjacent_line','streamer']"]))
-    assert removed == ["L1D.next_line", "L1D.ip_stride", "L2.streamer"] and s.caches["L2"].prefetchers == ["adjacent_line"]
+    assert removed == ["L1D.next_line", "L1D.ip_stride", "L2.streamer"]
+    assert s.caches["L2"].prefetchers == ["adjacent_line"]
     q, none = checks_gc.without_run_ahead_prefetchers(load_platform("mpc7447a"))
     assert none == [] and q.caches["L2"].prefetchers == ["adjacent_sector"]
 
