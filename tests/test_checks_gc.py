@@ -54,8 +54,9 @@ def test_harpertown_knee_is_at_the_pair_not_the_line():
     assert dead[0] < 0.6 * dead[1] and abs(dead[3] - dead[1]) < 0.05 * dead[1] and abs(dead[2] - dead[1]) < 0.05 * dead[1]
 
 
-INSTANT = ["memory.prefetch_arrival=instant", "memory.queueing=none"]
-TIMED = ["memory.prefetch_arrival=latency", "memory.queueing=bandwidth"]
+ADJACENT = ["caches.L2.prefetchers=['adjacent_line']", "caches.L2.prefetch_engines=0"]
+INSTANT = ["memory.prefetch_arrival=instant", "memory.queueing=none"] + ADJACENT
+TIMED = ["memory.prefetch_arrival=latency", "memory.queueing=bandwidth"] + ADJACENT
 STREAMER = ["caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16",
             "caches.L2.streamer_streams=16"]
 
