@@ -9,8 +9,8 @@ perf map (``/tmp/perf-<pid>.map``) of the core kernel's compiled functions, so t
 ``cpu-clock`` is a software event: it needs no hardware performance counters, which a virtual machine may
 not have. numba's machine code lives in no file perf can read, so its samples would show as addresses: the
 kernels are compiled afresh (into a temporary ``NUMBA_CACHE_DIR``, removed at exit; a minute or two), the
-object code numba compiled for ``timing.simulate`` is listed with its symbols and sizes (binutils' ``objdump
--t``), and each function's load address goes into the map, named ``module.function`` (``timing.simulate``,
+object code numba compiled for ``timing.simulate`` is listed with its symbols and sizes (binutils'
+``objdump -t``), and each function's load address goes into the map, named ``module.function`` (``timing.simulate``,
 ``caches._fill``, ...; the CPython wrapper of a kernel is listed under the same name). The compilation is
 sampled too, in Python and LLVM's own symbols: read the JIT's rows against each other. A load address in the
 map also places a sample within a function (``perf script -F ip,sym``; ``objdump -d`` of the object
