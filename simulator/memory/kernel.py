@@ -179,10 +179,9 @@ def _walk(s, vaddr, t, page_bits):
             _add(s, nt + TN_WALK_ACC, 1)
             waited = _ld(s, G_CH_DELAY)
             if pollute:
-                r = lvl if _hit(s, lvl, paddr, pte, SRC_WALK, False) else line_miss(s, lvl, paddr, pte, SRC_WALK,
-                                                                                    False, False)
-                if r < 0:
-                    r = request(s, lvl, paddr, pte, SRC_WALK, False, True, False)
+                # (the demand path's code, not a copy of it inlined here: that made this function 9 KB)
+                r = _cache_access(s, lvl, paddr, paddr + U64(pte - 1), _var(SRC_WALK), _var(False), page_bits,
+                                  _var(False))
             else:
                 # the "no pollution" what-if: page tables are cache-inhibited (PowerPC's WIMG bits allow it),
                 # so walk loads neither allocate nor disturb cache state, and memory serves every one of them
@@ -258,11 +257,12 @@ def _hit(s, lvl, p0, nbytes, src, write):
 
 
 @njit(cache=True)
-def _cache_access(s, lvl, p0, p1, src, write, page_bits):
-    """The cache part of a demand access of physical bytes [p0, p1] at first level ``lvl``, with the
-    straddling rule: an access over two lines is one access, and a miss if either line misses.  Returns
-    the supplying level (also left in the scratch row).  ``page_bits``: the size of the page the access
-    lies in, which the miss-triggered prefetchers stay inside."""
+def _cache_access(s, lvl, p0, p1, src, write, page_bits, record):
+    """The cache part of an access of physical bytes [p0, p1] at first level ``lvl``, with the straddling
+    rule: an access over two lines is one access, and a miss if either line misses.  Returns the supplying
+    level (also left in the scratch row).  ``page_bits``: the size of the page the access lies in, which the
+    miss-triggered prefetchers stay inside.  ``record``: a demand access, noted for the miss-triggered
+    prefetchers (not a page walk's load)."""
     lb = U64(_cfg(s, C0 + lvl * NCOL + C_LINE_BITS))
     line0 = p0 >> lb
     line1 = p1 >> lb
@@ -284,10 +284,10 @@ def _cache_access(s, lvl, p0, p1, src, write, page_bits):
         else:
             a = line1 << lb
             nbytes = I64(p1 - a) + 1
-        rk = line_miss(s, lvl, a, nbytes, src, write, True) if pieces == 1 else -1
+        rk = line_miss(s, lvl, a, nbytes, src, write, record) if pieces == 1 else -1
         if rk < 0:
-            rk = request(s, lvl, a, nbytes, src, write, pieces == 1, True)
-        if _ld(s, SCR + S_NMISSED) != 0:
+            rk = request(s, lvl, a, nbytes, src, write, pieces == 1, record)
+        if record and _ld(s, SCR + S_NMISSED) != 0:
             _prefetch_after_demand(s, page_bits)
         missed = missed or rk != lvl
         r = max(r, rk)
@@ -316,7 +316,7 @@ def _top_access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
         for k in range(1 if (vlast >> pb) == (vaddr >> pb) else 2):
             tlb = max(tlb, translate(s, vaddr if k == 0 else vlast, t0, t1, page_bits))
     _st(s, SCR + S_TLB, tlb)
-    return _cache_access(s, lvl, p0, phys(s, vlast, page_bits), src, write, page_bits)
+    return _cache_access(s, lvl, p0, phys(s, vlast, page_bits), src, write, page_bits, _var(True))
 
 
 @njit(cache=True, inline="always")
@@ -345,7 +345,8 @@ def _access(s, lvl, t0, t1, vaddr, size, src, write, page_bits):
             p0 = phys(s, vaddr, page_bits)
             _st(s, SCR + S_P0, p0)
             if not _hit(s, lvl, p0, size, src, write):
-                return _cache_access(s, lvl, p0, p0 + U64(size - 1), _var(src), _var(write), page_bits)   # the same page: the same frame
+                # (the same page: the same frame)
+                return _cache_access(s, lvl, p0, p0 + U64(size - 1), _var(src), _var(write), page_bits, _var(True))
             if _ld(s, SCR + S_NMISSED) != 0:          # a hit on a prefetched line at a tagged prefetcher
                 _prefetch_after_demand(s, page_bits)
             _st(s, SCR + S_LEVEL, lvl)
