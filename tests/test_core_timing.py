@@ -26,6 +26,10 @@ SMALL = ("core.rob_entries=10", "core.rs_entries=4", "core.load_queue=3", "core.
          "branch_predictor.ras_entries=2", "branch_predictor.bht_entries=16", "branch_predictor.history_bits=3")
 CONFIGS = {
     "nehalem": ("nehalem", ()),
+    # the Xeons' defaults before 12bce02: gshare, prefetches that arrive at once, no channel queue, no streamer
+    "nehalem-untimed-gshare": ("nehalem", ("branch_predictor.kind=gshare", "memory.prefetch_arrival=instant",
+                                           "memory.queueing=none", "caches.L2.prefetchers=['adjacent_line']",
+                                           "caches.L2.prefetch_engines=0")),
     "nehalem-small": ("nehalem", SMALL),
     "nehalem-agi": ("nehalem", SMALL + ("core.agi_penalty=3", "core.agi_distance=2")),
     "harpertown-small": ("harpertown", SMALL + ("core.units.idiv.count=2",)),

@@ -13,7 +13,7 @@ from whatif.simulator.jvm.spec import application, jvm as jvm_spec
 from whatif.simulator.platform import load_platform
 
 
-# Harpertown with its L2's prefetch engines (none by default) pinned off: a run whose cache simulation counts
+# Harpertown with its L2's 16 prefetch engines pinned off: a run whose cache simulation counts
 # exactly what it counted (engines drop prefetches by time, which a run without timing cannot follow)
 UNTIMED_DROPS = ["l2.prefetch_engines=0"]
 
