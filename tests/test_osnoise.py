@@ -142,7 +142,11 @@ def test_a_whole_handler_is_a_step_in_a_compressed_window(windows):
 def test_spread_timer_work_has_no_step(windows):
     spread, burst = windows["spread"], windows["burst"]
     share = spread["os_cycles"] / spread["cycles"]
-    assert share.max() < 0.01 and share.min() > 0
+    # no step: the largest window holds a small part of the step one whole handler makes, and not much more
+    # than the mean window. (The shares themselves are what the handler's cold misses cost: the largest 0.63 %
+    # as shipped, 1.83 % in a trial with timed memory traffic on the 7447A, whose burst step doubled to 17 %.)
+    burst_share = burst["os_cycles"] / burst["cycles"]
+    assert share.max() < 0.15 * burst_share.max() and share.max() < 3 * share.mean() and share.min() > 0
     assert spread["os_cycles"].std() / spread["os_cycles"].mean() < 0.75
     # the rate is HZ handlers a simulated second: every window holds its share of handler instructions
     m, noise = spread["machine"], spread["noise"]
