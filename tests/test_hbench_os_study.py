@@ -18,6 +18,11 @@ from hbench_helpers import assert_refused_at_load, with_keys
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "hbench-os-webserver.toml"
 
 
+def ratio_se(x, y) -> float:
+    """The standard error of mean(x) / mean(y) with x and y taken as independent samples (delta method)."""
+    return (x.mean() / y.mean()) * (x.var() / x.mean() ** 2 / len(x) + y.var() / y.mean() ** 2 / len(y)) ** 0.5
+
+
 def reduced() -> str:
     """Two of the shipped platforms, fewer clients and requests, one dynamic share, short microbenchmarks.
     100 clients saturate both platforms whether memory traffic is timed or not (with timed arrival, channel
@@ -59,7 +64,7 @@ def test_predicted_and_simulated_speeds(study):
     a, b = (req[(req.platform == name) & (req.mix == "static")]["cpu_seconds"] for name in (ref, neh))
     whole = pair["simulated_speed_b_over_a"]
     assert whole == pytest.approx(a.mean() / b.mean())                  # saturated: the ratio of CPU per request
-    whole_se = whole * (a.var() / a.mean() ** 2 / len(a) + b.var() / b.mean() ** 2 / len(b)) ** 0.5
+    whole_se = ratio_se(a, b)
     assert (pair["paired_ci95_high"] - pair["paired_ci95_low"]) / (2 * 1.96) < 0.5 * whole_se
     assert abs(pair["paired_speed_b_over_a"] - whole) < 3 * whole_se
     assert pair["predicted_speed_b_over_a"] == pytest.approx(p[neh]["predicted_speed"])
@@ -132,7 +137,7 @@ def test_cgi_to_fastcgi_speedups(study):
     shared = cpu[0].merge(cpu[1], on=["client", "seq"], suffixes=("_cgi", "_fastcgi"))
     x, y = shared["cpu_seconds_cgi"], shared["cpu_seconds_fastcgi"]
     assert len(shared) >= 100
-    independent_se = (x.mean() / y.mean()) * ((x.var() / x.mean() ** 2 + y.var() / y.mean() ** 2) / len(shared)) ** 0.5
+    independent_se = ratio_se(x, y)
     paired_se = (row["simulated_ci95_high"] - row["simulated_ci95_low"]) / (2 * 1.96)
     assert paired_se < 0.8 * independent_se
     assert row["simulated_paired"] == pytest.approx(row["simulated"], rel=0.15)

@@ -227,9 +227,10 @@ def translate(s, vaddr, t0, t1, page_bits):
 # ============================================================================ top-level accesses
 @njit(cache=True, inline="always")
 def _hit(s, lvl, p0, nbytes, src, write):
-    """The first-level hit without a call: if [p0, p0 + nbytes) lies in one line that ``lvl`` holds with
-    all the sectors needed (and, for a write, ``lvl`` is write-back), count the hit as request() would
-    and return True; otherwise change nothing and return False."""
+    """The first-level hit of a demand access without a call: if [p0, p0 + nbytes) lies in one line that
+    ``lvl`` holds with all the sectors needed (and, for a write, ``lvl`` is write-back), count the hit as
+    request() would and return True; otherwise change nothing and return False.  (A page walk's loads take
+    _cache_access, not this.)"""
     c = C0 + lvl * NCOL
     lb = U64(_cfg(s, c + C_LINE_BITS))
     line = p0 >> lb
@@ -251,7 +252,7 @@ def _hit(s, lvl, p0, nbytes, src, write):
     _add(s, N0 + lvl * NCOL + CN_ACC + src, 1)
     _touch(s, lvl, slot, set_id, w)
     if _ldu(s, m + M_PS) & mask:
-        prefetched_hit(s, lvl, m, mask, line, src <= SRC_STORE)         # (a walk load is no demand)
+        prefetched_hit(s, lvl, m, mask, line, True)
     _st(s, m + M_VD, vd | ((mask << U64(32)) * U64(write)))      # dirty on a write, branch-free
     return True
 

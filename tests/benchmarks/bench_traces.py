@@ -147,6 +147,9 @@ def main() -> None:
     if args.quick:
         args.input_bytes, args.no_pycachesim = 8_000, True
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    if args.workdir.exists() and not args.workdir.is_dir():
+        print(f"--workdir {args.workdir}: not a directory", file=sys.stderr)
+        sys.exit(2)
     args.workdir.mkdir(parents=True, exist_ok=True)
     lackey, what = (args.trace, f"{args.trace}") if args.trace else record_lackey(args.workdir, args.input_bytes)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:

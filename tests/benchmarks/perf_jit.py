@@ -91,6 +91,8 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a platform override")
     ap.add_argument("--keep-object", type=Path, help="a directory to keep the kernel's object code in")
     args = ap.parse_args()
+    if args.keep_object is not None and args.keep_object.exists() and not args.keep_object.is_dir():
+        refuse(f"--keep-object {args.keep_object}: not a directory")
     if args.keep_object is not None and any(args.keep_object.glob("simulate-*.o")):
         refuse(f"--keep-object {args.keep_object}: it already holds simulate-*.o files; choose an empty or new "
                f"directory")
