@@ -88,8 +88,9 @@ def test_what_ifs_side_by_side(study):
     # FastCGI in the what-if): the paired change agrees with the whole-window one and carries its interval.
     # Compared as capacities (1 + change), the quantity both estimate: relative to a change of +180 %, a
     # 15 % tolerance on the change itself asked the capacities to agree within 9 %. (The 7447A with timed
-    # memory traffic, a trial: capacities 2.97 paired and 2.60 whole-window, 14 % apart; 3.02 and 2.81 as
-    # shipped, 8 %. Each window holds 400 requests whose CPU times vary by more than their mean.)
+    # memory traffic, as shipped since b7b770a, in the trial of that change: capacities 2.97 paired and 2.60
+    # whole-window, 14 % apart; 3.02 and 2.81 before it, 8 %. Each window holds 400 requests whose CPU times
+    # vary by more than their mean.)
     fast = rows["fastcgi"]
     assert fast["paired_requests"] >= 200
     assert fast["ci95_low_pct"] < fast["capacity_change_paired_pct"] < fast["ci95_high_pct"]

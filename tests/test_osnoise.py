@@ -144,7 +144,8 @@ def test_spread_timer_work_has_no_step(windows):
     share = spread["os_cycles"] / spread["cycles"]
     # no step: the largest window holds a small part of the step one whole handler makes, and not much more
     # than the mean window. (The shares themselves are what the handler's cold misses cost: the largest 0.63 %
-    # as shipped, 1.83 % in a trial with timed memory traffic on the 7447A, whose burst step doubled to 17 %.)
+    # before the 7447A's memory traffic was timed (b7b770a), 1.83 % in the trial of that change, whose burst
+    # step doubled to 17 %.)
     burst_share = burst["os_cycles"] / burst["cycles"]
     assert share.max() < 0.15 * burst_share.max() and share.max() < 3 * share.mean() and share.min() > 0
     assert spread["os_cycles"].std() / spread["os_cycles"].mean() < 0.75
