@@ -551,6 +551,91 @@ def test_memory_channel_matches_reference_and_never_exceeds_its_bandwidth(bookin
     assert first[-1] == pytest.approx(49 * 64 * units / (1 << L.CH_FRAC), abs=64)
 
 
+def channel_ring_reference(bookings, units, bucket_bits=6, frac=16, buckets=4096):
+    """The kernel's calendar, slowly: a ring of ``buckets`` (bucket number, time taken) slots that looks that many
+    buckets ahead, walked bucket by bucket from now's on every booking (a slot holding another bucket is
+    taken afresh; a transfer with no room in the window waits until the window has passed and is not
+    booked).  Returns the waits and the ring."""
+    cap = 1 << (bucket_bits + frac)
+    ring = [[0, 0] for _ in range(buckets)]
+    waits = []
+    for now, nbytes in bookings:
+        left, b0, start = nbytes * units, now >> bucket_bits, None
+        for b in range(b0, b0 + buckets):
+            slot = ring[b % buckets]
+            if slot[0] != b:
+                slot[:] = [b, 0]
+            if slot[1] < cap:
+                if start is None:
+                    start = (b << bucket_bits) + (slot[1] >> frac)
+                take = min(cap - slot[1], left)
+                slot[1] += take
+                left -= take
+                if left == 0:
+                    break
+        if start is None:
+            start = (b0 + buckets) << bucket_bits
+        waits.append(max(0, start - now))
+    return waits, ring
+
+
+@st.composite
+def channel_bookings(draw):
+    """Bookings whose clock mostly creeps forward, sometimes steps back (an out-of-order core), sometimes
+    jumps back past the calendar's reach, and whose transfers may be large enough to book the calendar full."""
+    now, out = draw(st.integers(0, 1 << 20)), []
+    for _ in range(draw(st.integers(1, 120))):
+        move = draw(st.sampled_from(["creep", "creep", "creep", "back", "far back", "far ahead"]))
+        if move == "creep":
+            now += draw(st.integers(0, 200))
+        elif move == "back":
+            now = max(0, now - draw(st.integers(1, 5000)))
+        elif move == "far back":
+            now = max(0, now - draw(st.integers(200_000, 600_000)))
+        else:
+            now += draw(st.integers(200_000, 600_000))
+        out.append((now, draw(st.sampled_from([64, 4096, 65536, 1 << 20]))))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(channel_bookings(), st.sampled_from(["nehalem", "mpc7447a"]))
+def test_memory_channel_books_as_the_walk_over_every_bucket_does(bookings, name):
+    """The calendar's run of full buckets is passed in one step (a backlog, as functional warming at too low a
+    CPI makes, once cost a walk over all 4,096 buckets per booking); the waits and the calendar must be those of
+    the walk over every bucket, backlogs past the calendar's reach and bookings out of time order included."""
+    from whatif.simulator.memory import kernel as MK
+    from whatif.simulator.memory import state as L
+    h = MemoryHierarchy(load_platform(name, ["memory.queueing=bandwidth"]))
+    S = h.state.S
+    waits = [MK.book_channel(S, now, nbytes) for now, nbytes in bookings]
+    ref_waits, ring = channel_ring_reference(bookings, int(S[L.G_CH_UNITS]), L.CH_BUCKET_BITS, L.CH_FRAC,
+                                             L.CH_BUCKETS)
+    assert waits == ref_waits
+    at = int(S[L.G_CH_RING])
+    assert S[at:at + 2 * L.CH_BUCKETS].reshape(-1, 2).tolist() == ring
+
+
+def test_a_backlog_past_the_calendar_is_passed_in_one_step():
+    """Bookings far beyond the channel's bandwidth fill the whole calendar; every further booking then waits
+    for it to pass, without being booked, and costs one step, not a walk over 4,096 full buckets."""
+    from whatif.simulator.memory import kernel as MK
+    from whatif.simulator.memory import state as L
+    h = MemoryHierarchy(load_platform("mpc7447a", ["memory.queueing=bandwidth"]))
+    S = h.state.S
+    per_bucket = (1 << (L.CH_BUCKET_BITS + L.CH_FRAC)) // int(S[L.G_CH_UNITS])      # bytes a bucket carries
+    for _ in range(L.CH_BUCKETS + 10):
+        MK.book_channel(S, 1000, per_bucket + 1)
+    first = 1000 >> L.CH_BUCKET_BITS
+    assert MK.book_channel(S, 1000, 64) == ((first + L.CH_BUCKETS) << L.CH_BUCKET_BITS) - 1000
+    assert (S[L.G_CH_RUN_LO], S[L.G_CH_RUN_HI]) == (first, first + L.CH_BUCKETS)
+    # a bucket later the calendar reaches one bucket further, into the slot the first bucket held
+    assert MK.book_channel(S, 1064, 8) == ((first + L.CH_BUCKETS) << L.CH_BUCKET_BITS) - 1064
+    assert (S[L.G_CH_RUN_LO], S[L.G_CH_RUN_HI]) == (first + 1, first + L.CH_BUCKETS)
+    # that first bucket has left the calendar: a booking back in it finds it empty (the ring's walk would too)
+    assert MK.book_channel(S, 1000, 8) == 0
+
+
 def test_without_queueing_the_channel_books_nothing():
     from whatif.simulator.memory import kernel as MK
     h = MemoryHierarchy(load_platform("nehalem", ["memory.queueing=none"]))

@@ -15,9 +15,9 @@ from whatif.simulator.memory.state import (
     C_PF_ENGINES, C_PF_KIND, C_PLRU0, C_POLICY, C_SECTOR_BITS, C_SLICES, C_TAG0, C_WAY_BITS, C_WAYS, C_WRITE_ALLOC,
     C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED, CN_PF_ISSUED, CN_PF_USEFUL,
     CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, CH_BUCKET_BITS, CH_BUCKETS, CH_FRAC,
-    F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_UNITS, G_L1D, G_MEM_LAT, G_NLEVELS, G_PAGE_BITS,
-    G_PF_TIMED, G_READY0, G_ST_CLOCK, G_ST_N, G_ST_REC0, I64, C_ST0, C_ST_DIST, C_ST_N, CN_PF_LATE, PF_STREAMER,
-    ST_DIR, ST_KEY, ST_LAST, ST_NEXT, ST_PAGE_BITS, ST_RECORDS, ST_STAMP, SRC_WALK,
+    F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_RUN_HI, G_CH_RUN_LO, G_CH_UNITS, G_L1D, G_MEM_LAT,
+    G_NLEVELS, G_PAGE_BITS, G_PF_TIMED, G_READY0, G_ST_CLOCK, G_ST_N, G_ST_REC0, I64, C_ST0, C_ST_DIST, C_ST_N,
+    CN_PF_LATE, PF_STREAMER, ST_DIR, ST_KEY, ST_LAST, ST_NEXT, ST_PAGE_BITS, ST_RECORDS, ST_STAMP, SRC_WALK,
     IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0,
     PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, PF_WAIT_MAX,
     PF_WITHIN_SHIFT, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR, SCR_NOW, SRC_PREFETCH,
@@ -216,7 +216,15 @@ def channel(s, nbytes):
     carry that many cycles of transfer (bytes x G_CH_UNITS): the transfer starts in the first bucket from
     now's with room left, where that bucket's earlier bookings end, and spills into the next buckets if it
     does not fit.  Bookings need not arrive in time order (an out-of-order core issues younger accesses
-    first), and in no stretch of buckets does the channel carry more than its bandwidth."""
+    first), and in no stretch of buckets does the channel carry more than its bandwidth.  The calendar looks
+    CH_BUCKETS buckets ahead: a transfer with no room in them waits until they have passed, and is not booked.
+
+    A backlog (a channel asked for more than its bandwidth, as functional warming at too low a CPI asks)
+    would make every booking walk the full buckets before its own: buckets [G_CH_RUN_LO, G_CH_RUN_HI) are
+    known to be full, each holding its own bucket's bookings, and a booking passes them in one step.  A full
+    bucket stays full until its slot is taken by a bucket CH_BUCKETS later, which drops it from the run; the
+    run grows at its end as bookings fill it, and starts anew at a booking beyond it.  The bookings made are
+    those of the walk over every bucket (``tests/test_memory_hierarchy.py`` holds the two equal)."""
     units = _cfg(s, G_CH_UNITS)
     if units == 0:
         return 0
@@ -224,12 +232,26 @@ def channel(s, nbytes):
     _add(s, G_CH_BYTES, nbytes)
     left = nbytes * units
     cap = I64(1) << (CH_BUCKET_BITS + CH_FRAC)
-    b = now >> CH_BUCKET_BITS
+    b0 = now >> CH_BUCKET_BITS
+    b = b0
     ring = _cfg(s, G_CH_RING)
+    lo = _ld(s, G_CH_RUN_LO)
+    hi = _ld(s, G_CH_RUN_HI)
+    if b > hi:
+        lo = b
+        hi = b
     start = -1
-    for _ in range(CH_BUCKETS):
+    k = 0
+    while k < CH_BUCKETS:
+        if lo <= b and b < hi:                 # full: nothing to take before the run's end
+            k += hi - b
+            b = hi
+            continue
         e = ring + (b & (CH_BUCKETS - 1)) * 2
-        if _ld(s, e) != b:
+        old = _ld(s, e)
+        if old != b:
+            if lo <= old and old < hi:         # a bucket of the run leaves the calendar: the run keeps what follows
+                lo = old + 1
             _st(s, e, b)
             _st(s, e + 1, 0)
         used = _ld(s, e + 1)
@@ -237,13 +259,21 @@ def channel(s, nbytes):
             if start < 0:
                 start = (b << CH_BUCKET_BITS) + (used >> CH_FRAC)
             take = cap - used if left > cap - used else left
-            _st(s, e + 1, used + take)
+            used += take
+            _st(s, e + 1, used)
             left -= take
+            if used >= cap and b == hi:
+                hi = b + 1
             if left == 0:
                 break
+        elif b == hi:
+            hi = b + 1
         b += 1
+        k += 1
+    _st(s, G_CH_RUN_LO, lo)
+    _st(s, G_CH_RUN_HI, hi)
     if start < 0:
-        start = b << CH_BUCKET_BITS
+        start = (b0 + CH_BUCKETS) << CH_BUCKET_BITS
     return start - now if start > now else 0
 
 

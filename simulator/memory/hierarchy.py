@@ -341,6 +341,7 @@ class MemoryHierarchy:
             mask[at:at + words] = True
         if S[L.G_CH_UNITS]:
             mask[S[L.G_CH_RING]:S[L.G_CH_RING] + 2 * L.CH_BUCKETS] = True
+            mask[[L.G_CH_RUN_LO, L.G_CH_RUN_HI]] = True
         mask[L.G_CH_DELAY] = True
         for i in range(len(self.level_names)):
             mask[L.N0 + i * L.NCOL + L.CN_PF_LATE] = True

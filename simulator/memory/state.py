@@ -141,6 +141,7 @@ F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
 G_ST_REC0 = 32                    # 32..39: lookups noted for the streamers during the last access (line << 4 | level)
 ST_RECORDS = 8
 G_READY0 = 40                     # 40..47: per cache level, the offset of its lines' ready times (0: none)
+G_CH_RUN_LO, G_CH_RUN_HI = 48, 49  # the memory channel's calendar: buckets [LO, HI) are full (see caches.channel)
 # G_PF_TIMED: memory.prefetch_arrival = "latency" (prefetches into the L1D are reported to the core, S_PF_*)
 # memory channel (memory.queueing = "bandwidth"): G_CH_UNITS is the channel time of one byte in 2**-16 cycles
 # (0: no queueing); G_CH_RING the offset of its calendar, CH_BUCKETS buckets of 2**CH_BUCKET_BITS cycles, each
