@@ -176,7 +176,9 @@ class Machine:
         instructions, and the timer interrupts' handlers that fall among them, go through the caches,
         TLBs, prefetchers and branch predictors without timing and without being counted.  They are taken
         to run at ``cpi`` cycles per instruction: that is the clock the memory kernel's prefetch engines
-        and the timer see, and the core resumes that many cycles later (:meth:`Core.shift_time`)."""
+        and the timer see, and the core resumes that many cycles later (:meth:`Core.shift_time`), plus the
+        cycles the clock stood for the memory channel where the instructions asked it for more than its
+        bandwidth at that CPI (paced warming, :mod:`simulator.core.warming`)."""
         if self.profiler is not None:
             raise ValueError("functional warming would leave gaps in the instruction profile (profile_every)")
         if not cpi > 0:
@@ -190,8 +192,8 @@ class Machine:
                 if timer is not None and not timer.running and clock >= timer.next_due:
                     timer.start()
                 if timer is not None and timer.running:   # the piece due (or one a detailed run left unfinished)
-                    n = self.core.warm(timer.block, timer.pos, timer.stop, now=int(clock), cpi=cpi)
-                    clock += n * cpi
+                    n = timer.stop - timer.pos
+                    clock = self._warm_piece(timer.block, timer.pos, timer.stop, clock, cpi)
                     timer.done(n)
                     continue
                 if self.pos >= len(self.block):
@@ -199,8 +201,7 @@ class Machine:
                 n = min(len(self.block) - self.pos, limit - self.program_retired)
                 if timer is not None:                     # up to the next piece of the timer's work
                     n = max(1, min(n, math.ceil((timer.next_due - clock) / cpi)))
-                self.core.warm(self.block, self.pos, self.pos + n, now=int(clock), cpi=cpi)
-                clock += n * cpi
+                clock = self._warm_piece(self.block, self.pos, self.pos + n, clock, cpi)
                 self.pos += n
                 self.program_retired += n
                 if self.on_retired is not None:
@@ -209,6 +210,12 @@ class Machine:
             self.core.shift_time(int(clock) - self.core.cycles)
             self.host_seconds += time.perf_counter() - t0
         return self
+
+    def _warm_piece(self, block: InstrBlock, start: int, stop: int, clock: float, cpi: float) -> float:
+        """Warm ``block[start:stop]`` from the warming clock ``clock``, paced; returns the clock after it."""
+        stood = self.core.warming_stall_cycles
+        n = self.core.warm(block, start, stop, now=int(clock), cpi=cpi, pace=True)
+        return clock + n * cpi + self.core.warming_stall_cycles - stood
 
     def warm_up(self, instructions: int) -> "Machine":
         """Run the first ``instructions`` program instructions uncounted, as gem5 or Sniper users warm a

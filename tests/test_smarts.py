@@ -53,18 +53,22 @@ def engines(platform) -> bool:
 NO_ENGINES = ["l2.prefetch_engines=0"]
 
 
-@pytest.mark.parametrize("platform_name, overrides", [("nehalem", NO_ENGINES), ("z10", []),
-                                                     ("nehalem", NO_ENGINES + ["branch_predictor.kind=gshare"])])
-def test_warming_leaves_memory_and_predictors_as_the_detailed_run(platform_name, overrides):
+@pytest.mark.parametrize("platform_name, overrides, cpi, pace", [
+    ("nehalem", NO_ENGINES, 2.0, False), ("z10", [], 2.0, False),
+    ("nehalem", NO_ENGINES + ["branch_predictor.kind=gshare"], 2.0, False),
+    ("nehalem", NO_ENGINES, 0.1, True)])
+def test_warming_leaves_memory_and_predictors_as_the_detailed_run(platform_name, overrides, cpi, pace):
     """Same accesses in the same order, and no prefetch engines whose drops depend on time: every memory
     word (cache and TLB contents, replacement stamps, prefetcher tables, counters) but the times and every
-    predictor word are equal; the core's counters are untouched by warming."""
+    predictor word are equal; the core's counters are untouched by warming.  Paced warming (a clock that
+    stands for the memory channel) changes times only."""
     p = load_platform(platform_name, overrides)
     assert not engines(p)
     block = stream(p, "cint2006/429.mcf", 60_000)
     detailed, warmed = Core(p, seed=3), Core(p, seed=3)
     detailed.run(block)
-    warmed.warm(block, cpi=2.0)
+    assert warmed.warm(block, cpi=cpi, pace=pace) == len(block)
+    assert (warmed.warming_stall_cycles > 0) == pace           # (at 0.1 cycles an instruction mcf is paced)
     assert np.array_equal(memory_words(detailed.memory), memory_words(warmed.memory))
     for a, b in zip(detailed.predictor_state, warmed.predictor_state):
         assert np.array_equal(a, b)
@@ -88,6 +92,59 @@ def test_warming_with_prefetch_engines_keeps_predictors_and_demand_counts():
         got = warmed.memory.counters()["levels"][name]
         assert (got["instr_accesses"], got["load_accesses"], got["store_accesses"]) == \
             (lv["instr_accesses"], lv["load_accesses"], lv["store_accesses"])
+
+
+def warmed_core(platform, block, cpi: float, pace: bool) -> tuple[Core, int]:
+    """A core that has warmed ``block`` from cycle 0, and the cycle its warming clock ended at."""
+    core = Core(platform, seed=3)
+    core.warm(block, cpi=cpi, pace=pace)
+    return core, round(len(block) * cpi) + core.warming_stall_cycles
+
+
+def test_paced_warming_carries_the_channel_bandwidth_and_no_backlog():
+    """429.mcf asks for more than the Nehalem's memory bandwidth at a tenth of a cycle an instruction.  Paced,
+    the warming clock stands for the channel: it ends where the bytes carried take at the platform's
+    bandwidth (the clock then runs at the channel's pace, within a transfer), and the channel is booked no
+    further ahead of it than the memory latency and a transfer.  Unpaced, the calendar fills to its reach."""
+    p = load_platform("nehalem")
+    block = stream(p, "cint2006/429.mcf", 150_000)
+    latency = p.memory.latency_cycles
+    paced, end = warmed_core(p, block, 0.1, pace=True)
+    at_bandwidth = paced.memory.channel_bytes() * p.clock_ghz / p.memory.bandwidth_gb_s
+    assert at_bandwidth > 4 * len(block) * 0.1                        # (the stream asks for 4x the bandwidth)
+    assert at_bandwidth - latency <= end <= at_bandwidth * 1.01 + latency
+    assert paced.memory.channel_busy_until() - end <= latency + 64
+    unpaced, end = warmed_core(p, block, 0.1, pace=False)
+    assert unpaced.warming_stall_cycles == 0
+    assert unpaced.memory.channel_busy_until() - end > 100 * latency
+
+
+def test_paced_warming_at_a_pace_the_channel_carries_is_unpaced_warming():
+    """At a CPI whose traffic the channel carries without a queue longer than the memory latency, pacing never
+    stands the clock: every memory word, times included, is the unpaced warming's."""
+    p = load_platform("nehalem")
+    block = stream(p, "cint2006/464.h264ref", 100_000)
+    paced, end = warmed_core(p, block, 10.0, pace=True)
+    unpaced, _ = warmed_core(p, block, 10.0, pace=False)
+    assert paced.warming_stall_cycles == 0 and end == 1_000_000
+    assert paced.memory.channel_bytes() > 0
+    assert np.array_equal(paced.memory.state.S, unpaced.memory.state.S)
+
+
+def test_a_detailed_run_after_fast_warming_does_not_wait_for_a_booked_channel():
+    """``Machine.warm_functionally`` paces its clock: after warming 429.mcf at one cycle an instruction (1.5
+    times the Nehalem's bandwidth), the next detailed instructions run at the CPI they have after warming at
+    a slow clock, instead of waiting for a calendar booked hundreds of thousands of cycles ahead."""
+    p = load_platform("nehalem")
+    wl = load_workload("cint2006/429.mcf")
+    cpis = []
+    for cpi in (1.0, 20.0):
+        m = Machine(p, wl, 602_000, seed=1, noise=None).warm_functionally(600_000, cpi=cpi)
+        c0, i0 = m.core.cycles, m.core.instructions
+        m.run()
+        cpis.append((m.core.cycles - c0) / (m.core.instructions - i0))
+    assert m.core.warming_stall_cycles == 0
+    assert cpis[0] < 1.25 * cpis[1], cpis
 
 
 def test_machine_warming_then_detailed_matches_a_detailed_run():

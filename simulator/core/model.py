@@ -144,6 +144,7 @@ class Core:
         self.CT = np.zeros(V.NCOUNTERS, dtype=np.int64)
         self.CS = np.zeros(V.NCAUSES, dtype=np.int64)
         self.simulation_seconds = 0.0
+        self.warming_stall_cycles = 0      # cycles paced functional warming's clock stood for the memory channel
         names = self.memory.level_names
         data_levels = [names.index(n) for n in platform.cache_chain("data")]
         self._cause_index = {n: i for i, n in enumerate(V.FIXED_CAUSES)}
@@ -181,11 +182,12 @@ class Core:
         return int(done)
 
     def warm(self, block: InstrBlock, start: int = 0, stop: int | None = None, now: int | None = None,
-             cpi: float = 1.0) -> int:
+             cpi: float = 1.0, pace: bool = False) -> int:
         """Functionally warm ``block[start:stop]``: the fetches, data accesses and branch predictions the
         timing kernel would make, without timing (:mod:`simulator.core.warming`); the memory kernel's
-        clock reads ``now`` (default: the core's cycles) plus ``cpi`` cycles per instruction.  Counters,
-        CPI stack and pipeline are untouched; returns the number of instructions warmed."""
+        clock reads ``now`` (default: the core's cycles) plus ``cpi`` cycles per instruction, and with
+        ``pace`` the cycles it stood for the memory channel (added to :attr:`warming_stall_cycles`).
+        Counters, CPI stack and pipeline are untouched; returns the number of instructions warmed."""
         n = len(block)
         end = n if stop is None else int(stop)
         if start < 0 or end < start or end > n:
@@ -194,11 +196,13 @@ class Core:
             raise ValueError(f"cpi must be > 0, got {cpi}")
         t0 = time.perf_counter()
         pc, op, size, _, _, _, _, mem_addr, mem_size, taken, target, _ = block.kernel_arrays()
-        done = WM.warm(self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), pc, op, size,
+        stall = WM.warm(self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), pc, op, size,
                        mem_addr, mem_size, taken, target, int(start), end,
-                       self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)), *self._tage)
+                       self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)), bool(pace),
+                       *self._tage)
+        self.warming_stall_cycles += int(stall)
         self.simulation_seconds += time.perf_counter() - t0
-        return int(done)
+        return end - int(start)
 
     def make_functional(self) -> None:
         """From now on :meth:`run` warms instead of timing (:meth:`warm`): a cache simulation of whatever

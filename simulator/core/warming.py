@@ -19,7 +19,14 @@ What is *not* the same is time: the memory kernel reads the current cycle (``SCR
 busy-until times of its prefetch engines (``prefetch_engines`` > 0: the MPC7447A's L1D), the ready
 times of prefetched lines, and the memory channel's calendar.  Warming has no cycles; its clock starts
 at ``now0`` and advances ``cpi_q16 / 65536`` cycles per instruction (the sampled run passes the CPI its
-detailed units have measured so far), so those times are approximated, and on a platform with prefetch
+detailed units have measured so far).  With ``pace`` (:meth:`Machine.warm_functionally`) the clock also
+never falls behind the memory channel: when the channel time of the bytes booked since ``now0`` (reads,
+prefetches, writebacks, at ``memory.bandwidth_gb_s``) leads the clock by more than the memory latency,
+the clock stands until it does not.  A core that saturates its channel keeps about latency x bandwidth
+bytes in flight (Little's law); a clock that ran faster would book the channel ever further ahead (429.mcf
+at one cycle an instruction asks for 1.5 times the Nehalem's bandwidth and, unpaced, booked it 262,144
+cycles ahead, which the first detailed instructions after warming then waited for).  Those times are
+still approximated, and on a platform with prefetch
 engines warmed state differs from detailed state in which prefetches were dropped.  On every other
 platform the cache, TLB, page-walk and prefetcher state and the memory counters (all but the late
 prefetches) after warming N instructions are equal, word for word, to those after simulating them in
@@ -57,10 +64,11 @@ if CONTROL_OPS != tuple(range(OP_BRANCH, len(isa.OP_NAMES))):       # warm() tes
 
 @njit(cache=True)
 def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, taken_a, target_a,
-         start, stop, now0, cpi_q16, tage=False):
+         start, stop, now0, cpi_q16, pace, tage=False):
     """Functionally warm instructions [start, stop) of a block (see the module docstring); instruction
-    ``start + j`` accesses memory at cycle ``now0 + j * cpi_q16 / 65536``.  Returns the number warmed.
-    ``tage`` as :func:`simulator.core.timing.simulate` has it."""
+    ``start + j`` accesses memory at cycle ``now0 + j * cpi_q16 / 65536``, plus, with ``pace``, the cycles
+    the clock has stood for the memory channel so far (module docstring).  Returns those cycles (0 without
+    ``pace``).  ``tage`` as :func:`simulator.core.timing.simulate` has it."""
     mv = memport.views(mem)
     cfg, S = raw.i64(cfg), raw.i64(S)
     bht, btb, ras, bp = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp)
@@ -79,18 +87,23 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
     last_line = S[TM.S_LAST_LINE]
     need_access = S[TM.S_NEED_ACCESS]
     clock_q16 = np.int64(0)
+    # pacing: an access may wait at most ``slack`` cycles for the channel (or a line in flight)
+    slack = MK._cfg(mv, MS.G_MEM_LAT) if pace else np.int64(1) << 62
+    stall = np.int64(0)
     for i in range(start, stop):
         iu = U64(i)                              # (an unsigned index: no wraparound code)
         pc = pc_a[iu]
         op = np.int64(op_a[iu])
         size = np.int64(size_a[iu])
-        now = now0 + (clock_q16 >> 16)
+        now = now0 + stall + (clock_q16 >> 16)
         clock_q16 += cpi_q16
         # fetch: as the timing kernel decides it
         first_line = np.int64(pc >> ilb)
         if need_access != 0 or first_line != last_line:
             memport.fetch(mv, pc, size, now)
             need_access = 0
+            if memport.channel_wait(mv) > slack:
+                stall += memport.channel_wait(mv) - slack
         last_line = np.int64((pc + U64(size - 1 if size > 0 else 0)) >> ilb)
         if op >= OP_BRANCH:                      # the control transfers (CONTROL_OPS) are the last op classes
             taken = np.int64(taken_a[iu])
@@ -100,9 +113,11 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
                 need_access = 1                  # taken, mispredicted, or a BTB miss of a taken transfer
         elif op == OP_LOAD or op == OP_STORE:
             memport.data(mv, maddr_a[iu], np.int64(msize_a[iu]), 1 if op == OP_LOAD else 2, pc, now)
+            if memport.channel_wait(mv) > slack:
+                stall += memport.channel_wait(mv) - slack      # the next instruction waits for the rest
     S[TM.S_LAST_LINE] = last_line
     S[TM.S_NEED_ACCESS] = need_access
-    return stop - start
+    return stall
 
 
 @njit(cache=True)
