@@ -8,6 +8,10 @@ Per workload: the best and median rate of ``Machine(...).run()`` over the repeat
 CPU-time rate (the process's own CPU seconds: excludes time the scheduler gave to other processes on a
 shared machine), and the share of the time spent in synthesis (measured separately on the same stream).
 Compilation and the static program's construction are excluded (a warm-up run precedes the timing).
+The repeats run in rounds, one run of every workload a round, the order reversed every other round: a
+stretch of tens of seconds in which the host runs slow (memory-bound runs drift by 15 % and more on a
+shared host) then costs every workload one run, which its median discards, instead of all the repeats of
+the workload that happened to be running.
 Goal (issue 3): >= 10 M instructions/s on the Nehalem model.
 
 ``--variant`` measures what a platform setting costs: the platform as loaded and each variant (the platform
@@ -74,23 +78,27 @@ def main() -> None:
     n = args.instructions
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; {args.platform}, {n:,} instructions")
     Machine(platform, load_workload(WORKLOADS[0]), 100_000, seed=1).run()          # compile / cache load
-    all_cpu = []
-    for name in WORKLOADS:
-        wl = load_workload(name)
+    workloads = {name: load_workload(name) for name in WORKLOADS}
+    for wl in workloads.values():
         Machine(platform, wl, 10_000, seed=1).run()                              # static program built
-        wall, cpu, cpi = [], [], 0.0
-        for r in range(args.repeats):
-            m = Machine(platform, wl, n, seed=1, run_seed=r)
+    wall = {name: [] for name in WORKLOADS}
+    cpu = {name: [] for name in WORKLOADS}
+    cpi = {}
+    for r in range(args.repeats):                                                # rounds (module docstring)
+        for name in (WORKLOADS if r % 2 == 0 else WORKLOADS[::-1]):
+            m = Machine(platform, workloads[name], n, seed=1, run_seed=r)
             w, c = timed(m.run)
-            wall.append(w)
-            cpu.append(c)
-            cpi = m.counters()["cycles"] / max(1, m.counters()["instructions"])
+            wall[name].append(w)
+            cpu[name].append(c)
+            cpi[name] = m.counters()["cycles"] / max(1, m.counters()["instructions"])
+    all_cpu = []
+    for name, wl in workloads.items():
         sw, sc = synthesis_only(wl, platform, n)
-        rw, rc = n / np.array(wall) / 1e6, n / np.array(cpu) / 1e6
+        rw, rc = n / np.array(wall[name]) / 1e6, n / np.array(cpu[name]) / 1e6
         all_cpu.append(np.median(rc))
-        print(f"{name:16s} CPI {cpi:5.2f}: {rw.max():5.2f} M/s best, {np.median(rw):5.2f} median (wall); "
+        print(f"{name:16s} CPI {cpi[name]:5.2f}: {rw.max():5.2f} M/s best, {np.median(rw):5.2f} median (wall); "
               f"{rc.max():5.2f} best, {np.median(rc):5.2f} median (CPU); synthesis alone "
-              f"{n / sc / 1e6:5.1f} M/s CPU ({sc / np.median(cpu):.0%} of the run)")
+              f"{n / sc / 1e6:5.1f} M/s CPU ({sc / np.median(cpu[name]):.0%} of the run)")
     print(f"geometric mean of the median CPU-time rates: {np.exp(np.mean(np.log(all_cpu))):.2f} M instr/s "
           f"[goal >= 10 M/s]")
 
