@@ -20,9 +20,10 @@ busy-until times of its prefetch engines (``prefetch_engines`` > 0: the MPC7447A
 times of prefetched lines, and the memory channel's calendar.  Warming has no cycles; its clock starts
 at ``now0`` and advances ``cpi_q16 / 65536`` cycles per instruction (the sampled run passes the CPI its
 detailed units have measured so far).  With ``pace`` (:meth:`Machine.warm_functionally`) the clock also
-never falls behind the memory channel: when the channel time of the bytes booked since ``now0`` (reads,
-prefetches, writebacks, at ``memory.bandwidth_gb_s``) leads the clock by more than the memory latency,
-the clock stands until it does not.  A core that saturates its channel keeps about latency x bandwidth
+never runs ahead of the memory channel: an access whose own transfers wait longer than the memory latency
+for the channel (``memport.channel_wait``: its queue of earlier bookings -- demand fills, prefetches,
+writebacks at ``memory.bandwidth_gb_s`` -- or the rest of a line still in flight) stands the clock for the
+excess before the next instruction.  A core that saturates its channel keeps about latency x bandwidth
 bytes in flight (Little's law); a clock that ran faster would book the channel ever further ahead (429.mcf
 at one cycle an instruction asks for 1.5 times the Nehalem's bandwidth and, unpaced, booked it 262,144
 cycles ahead, which the first detailed instructions after warming then waited for).  Those times are
