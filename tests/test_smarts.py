@@ -355,3 +355,23 @@ def test_validate_check_passes_on_every_platform_quick():
     assert len(rows) == 2 * len(platform_names())
     failed = [(r.name, r.expected, r.measured, r.detail) for r in rows if not r.passed]
     assert not failed
+
+
+def test_validate_warming_check_passes_on_every_platform_and_unpaced_warming_fails_it():
+    """The validate check of paced warming: on every platform with a memory channel the copy moves at the
+    channel's bandwidth over the warming clock and the channel is booked no further ahead than the check's
+    reach.  The same copy warmed unpaced books the channel to the end of its calendar."""
+    from whatif.scenarios.checks.registry import registered_checks
+    from whatif.scenarios.checks.smarts import warmed_copy
+    from whatif.simulator.platform import platform_names
+
+    rows = registered_checks()["smarts: functional warming runs no faster than the memory channel carries its "
+                               "traffic"](True)
+    channelled = [n for n in platform_names() if load_platform(n).memory.queueing == "bandwidth"]
+    assert len(rows) == len(channelled) >= 3
+    assert [(r.name, r.detail) for r in rows if not r.passed] == []
+    for r in rows:
+        assert r.measured == r.expected                         # at the bandwidth, to two decimals
+    p = load_platform("nehalem")
+    gbs, ahead, stood = warmed_copy(p, 1.0, pace=False)
+    assert stood == 0 and ahead > 0.99 * (MS.CH_BUCKETS << MS.CH_BUCKET_BITS)

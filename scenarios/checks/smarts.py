@@ -1,18 +1,26 @@
-"""Ground-truth check of SMARTS sampled simulation for ``whatif validate``: on every shipped platform, the
+"""Ground-truth checks of SMARTS sampled simulation for ``whatif validate``: on every shipped platform, the
 CPI a sampled run estimates against the CPI of the full detailed run of the same program, input, page
-placement and timer phase (:func:`simulator.collect.simulate_one` both times).
+placement and timer phase (:func:`simulator.collect.simulate_one` both times); and functional warming's
+clock, which the memory channel paces (:mod:`simulator.core.warming`).
 
 The full run's CPI is the truth; the sampled estimate passes when the truth lies in its confidence
 interval (99.7 %) or within +-3 % of it (the issue's acceptance: a CPI within +-3 % at 99.7 % confidence,
 which a sample with enough units gives; a smaller sample passes on its wider interval, and the interval
-then says so).
+then says so).  Warming a streaming copy at a clock far faster than the channel must move its bytes at the
+channel's bandwidth: the clock stands for the channel, so the copy's GB/s over the warming clock is the
+platform's ``memory.bandwidth_gb_s`` (never above, within 10 % below), and the channel is booked no further
+ahead of the clock than the memory latency and a bucket.
 """
 
 from __future__ import annotations
 
+import math
+
 from whatif.scenarios.checks.registry import CheckResult, register_check
 from whatif.simulator.collect import CollectSpec, simulate_one
-from whatif.simulator.platform import load_platform, platform_names
+from whatif.simulator.core import Core
+from whatif.simulator.core import microbench as MB
+from whatif.simulator.platform import load_platform, platform_names, with_overrides
 from whatif.simulator.smarts import DEFAULT_TARGET_ERROR, SmartsSpec
 
 WORKLOADS = ("cint2006/464.h264ref", "cint2006/429.mcf")     # compute bound, memory bound
@@ -47,4 +55,46 @@ def sampled_against_detailed(quick: bool) -> list[CheckResult]:
                 f"{est['mean']:.4f} ± {est['half_width']:.4f}", passed,
                 f"{instructions:,} instructions; {smp['units']} units of {smp['unit']} after {smp['warmup']} of "
                 f"warm-up; error {error:+.2%}, CI ± {est['relative_error']:.1%} at {smp['confidence']:.1%}"))
+    return out
+
+
+WARMING_CPI = 0.05                   # a warming clock 20x faster than one cycle an instruction
+
+
+def warmed_copy(platform, scale: float, pace: bool = True) -> tuple[float, int, int]:
+    """Functionally warm a streaming copy (:func:`~simulator.core.microbench.stream_copy`, ``scale`` times the LLC
+    per array) at ``WARMING_CPI`` cycles an instruction, paced or not, with nothing but the copy's own lines on the
+    channel (no prefetchers, ideal translation): (GB/s the channel carried over the warming clock, how far past
+    the clock's end the channel is booked, cycles the clock stood)."""
+    p = with_overrides(platform, [("page_walk.kind", "none")] + [(f"caches.{c}.prefetchers", []) for c in platform.caches])
+    llc = list(p.caches.values())[-1]
+    block = MB.stream_copy(int(scale * llc.size_kb * 1024 // llc.line_bytes), p.caches[p.top_cache("data")].line_bytes,
+                           p.isa)
+    core = Core(p, seed=1)
+    core.warm(block, cpi=WARMING_CPI, pace=pace)
+    end = round(len(block) * WARMING_CPI) + core.warming_stall_cycles
+    span = max(end, core.memory.channel_busy_until())
+    return core.memory.channel_bytes() / span * p.clock_ghz, core.memory.channel_busy_until() - end, \
+        core.warming_stall_cycles
+
+
+@register_check("smarts: functional warming runs no faster than the memory channel carries its traffic")
+def warming_at_bandwidth(quick: bool) -> list[CheckResult]:
+    out = []
+    for name in platform_names():
+        p = load_platform(name)
+        if p.memory.queueing != "bandwidth":
+            continue
+        gbs, ahead, stood = warmed_copy(p, 1.0 if quick else 3.0)
+        goal = p.memory.bandwidth_gb_s
+        # an access waits at most the memory latency before the clock stands; its fill and the writebacks its
+        # installs send down are booked after that wait
+        line = list(p.caches.values())[-1].line_bytes
+        reach = p.memory.latency_cycles + math.ceil(3 * line * p.clock_ghz / goal)
+        out.append(CheckResult(
+            f"smarts: warming a streaming copy at {WARMING_CPI} cycles an instruction on {name}, GB/s", goal,
+            round(gbs, 2), 0.9 * goal <= gbs <= goal and ahead <= reach,
+            f"memory.bandwidth_gb_s = {goal} at {p.clock_ghz} GHz; the clock stood {stood:,} cycles for the "
+            f"channel, which is booked {ahead} cycles past it (at most the memory latency and three line "
+            f"transfers, {reach}; no prefetchers, ideal translation)"))
     return out
