@@ -104,8 +104,8 @@ def warmed_core(platform, block, cpi: float, pace: bool) -> tuple[Core, int]:
 def test_paced_warming_carries_the_channel_bandwidth_and_no_backlog():
     """429.mcf asks for more than the Nehalem's memory bandwidth at a tenth of a cycle an instruction.  Paced,
     the warming clock stands for the channel: it ends where the bytes carried take at the platform's
-    bandwidth (the clock then runs at the channel's pace, within a transfer), and the channel is booked no
-    further ahead of it than the memory latency and a transfer.  Unpaced, the calendar fills to its reach."""
+    bandwidth (the clock then runs at the channel's pace), and the channel is booked no further ahead of it
+    than the memory latency and a bucket of the calendar.  Unpaced, the calendar fills far ahead."""
     p = load_platform("nehalem")
     block = stream(p, "cint2006/429.mcf", 150_000)
     latency = p.memory.latency_cycles

@@ -9,7 +9,8 @@ which a sample with enough units gives; a smaller sample passes on its wider int
 then says so).  Warming a streaming copy at a clock far faster than the channel must move its bytes at the
 channel's bandwidth: the clock stands for the channel, so the copy's GB/s over the warming clock is the
 platform's ``memory.bandwidth_gb_s`` (never above, within 10 % below), and the channel is booked no further
-ahead of the clock than the memory latency and a bucket.
+ahead of the clock than the memory latency and three line transfers (an access waits at most the latency
+before the clock stands; its fill and the writebacks its installs send down are booked after that wait).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def warmed_copy(platform, scale: float, pace: bool = True) -> tuple[float, int, 
     per array) at ``WARMING_CPI`` cycles an instruction, paced or not, with nothing but the copy's own lines on the
     channel (no prefetchers, ideal translation): (GB/s the channel carried over the warming clock, how far past
     the clock's end the channel is booked, cycles the clock stood)."""
-    p = with_overrides(platform, [("page_walk.kind", "none")] + [(f"caches.{c}.prefetchers", []) for c in platform.caches])
+    p = with_overrides(platform, [("page_walk.kind", "none")]
+                       + [(f"caches.{c}.prefetchers", []) for c in platform.caches])
     llc = list(p.caches.values())[-1]
     block = MB.stream_copy(int(scale * llc.size_kb * 1024 // llc.line_bytes), p.caches[p.top_cache("data")].line_bytes,
                            p.isa)
