@@ -206,12 +206,18 @@ def stream_bandwidth(platform, scale: float = 3.0) -> tuple[float, int]:
                           scale)
 
 
+def copy_block(p, scale: float) -> InstrBlock:
+    """A streaming copy (:func:`~simulator.core.microbench.stream_copy`) over ``scale`` times ``p``'s LLC per
+    array, a line of ``p``'s L1D an iteration."""
+    llc = list(p.caches.values())[-1]
+    return MB.stream_copy(int(scale * llc.size_kb * 1024 // llc.line_bytes), p.caches[p.top_cache("data")].line_bytes,
+                          p.isa)
+
+
 def copy_bandwidth(p, scale: float) -> tuple[float, int]:
     """GB/s a streaming copy over ``scale`` times the LLC per array moves through ``p``'s memory channel,
     measured over its second half, as ``p`` is configured; and the writebacks in it."""
-    l1d = p.top_cache("data")
-    llc = list(p.caches.values())[-1]
-    block = MB.stream_copy(int(scale * llc.size_kb * 1024 // llc.line_bytes), p.caches[l1d].line_bytes, p.isa)
+    block = copy_block(p, scale)
     core = Core(p, seed=1)
     half = len(block) // 2
     core.run(block.slice(0, half))

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 
+from whatif.scenarios.checks.core import copy_block
 from whatif.scenarios.checks.registry import CheckResult, register_check
 from whatif.simulator.collect import CollectSpec, simulate_one
 from whatif.simulator.core import Core
-from whatif.simulator.core import microbench as MB
 from whatif.simulator.platform import load_platform, platform_names, with_overrides
 from whatif.simulator.smarts import DEFAULT_TARGET_ERROR, SmartsSpec
 
@@ -69,15 +69,12 @@ def warmed_copy(platform, scale: float, pace: bool = True) -> tuple[float, int, 
     the clock's end the channel is booked, cycles the clock stood)."""
     p = with_overrides(platform, [("page_walk.kind", "none")]
                        + [(f"caches.{c}.prefetchers", []) for c in platform.caches])
-    llc = list(p.caches.values())[-1]
-    block = MB.stream_copy(int(scale * llc.size_kb * 1024 // llc.line_bytes), p.caches[p.top_cache("data")].line_bytes,
-                           p.isa)
+    block = copy_block(p, scale)
     core = Core(p, seed=1)
     core.warm(block, cpi=WARMING_CPI, pace=pace)
     end = round(len(block) * WARMING_CPI) + core.warming_stall_cycles
-    span = max(end, core.memory.channel_busy_until())
-    return core.memory.channel_bytes() / span * p.clock_ghz, core.memory.channel_busy_until() - end, \
-        core.warming_stall_cycles
+    busy = core.memory.channel_busy_until()
+    return core.memory.channel_bytes() / max(end, busy) * p.clock_ghz, busy - end, core.warming_stall_cycles
 
 
 @register_check("smarts: functional warming runs no faster than the memory channel carries its traffic")

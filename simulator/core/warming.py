@@ -103,8 +103,9 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
         if need_access != 0 or first_line != last_line:
             memport.fetch(mv, pc, size, now)
             need_access = 0
-            if memport.channel_wait(mv) > slack:
-                stall += memport.channel_wait(mv) - slack
+            wait = memport.channel_wait(mv)
+            if wait > slack:
+                stall += wait - slack
         last_line = np.int64((pc + U64(size - 1 if size > 0 else 0)) >> ilb)
         if op >= OP_BRANCH:                      # the control transfers (CONTROL_OPS) are the last op classes
             taken = np.int64(taken_a[iu])
@@ -114,8 +115,9 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
                 need_access = 1                  # taken, mispredicted, or a BTB miss of a taken transfer
         elif op == OP_LOAD or op == OP_STORE:
             memport.data(mv, maddr_a[iu], np.int64(msize_a[iu]), 1 if op == OP_LOAD else 2, pc, now)
-            if memport.channel_wait(mv) > slack:
-                stall += memport.channel_wait(mv) - slack      # the next instruction waits for the rest
+            wait = memport.channel_wait(mv)
+            if wait > slack:
+                stall += wait - slack            # the next instruction waits for the rest
     S[TM.S_LAST_LINE] = last_line
     S[TM.S_NEED_ACCESS] = need_access
     return stall
