@@ -211,6 +211,33 @@ class Machine:
             self.host_seconds += time.perf_counter() - t0
         return self
 
+    def fast_forward(self, instructions: int, cpi: float = 1.0) -> "Machine":
+        """Consume the next ``instructions`` program instructions unseen: the program's control flow and
+        data-dependent state move on (they are synthesised), but no cache, TLB, predictor or pipeline sees
+        them.  The clock moves on ``cpi`` cycles an instruction, and the timer's work due meanwhile is
+        dropped (:meth:`TimerInterrupts.skip_to`).  How a later segment of a sampled run reaches its start
+        (:mod:`simulator.smarts`), as gem5 and Sniper users fast-forward to a region before warming."""
+        if self.profiler is not None:
+            raise ValueError("fast-forwarding would leave gaps in the instruction profile (profile_every)")
+        if not cpi > 0:
+            raise ValueError(f"cpi must be > 0, got {cpi}")
+        t0 = time.perf_counter()
+        limit = min(self.instructions_target, self.program_retired + max(0, int(instructions)))
+        skipped = limit - self.program_retired
+        while self.program_retired < limit:
+            if self.pos >= len(self.block):
+                self._refill()
+            n = min(len(self.block) - self.pos, limit - self.program_retired)
+            self.pos += n
+            self.program_retired += n
+            if self.on_retired is not None:
+                self.on_retired(n)
+        self.core.shift_time(round(skipped * cpi))
+        if self.timer is not None:
+            self.timer.skip_to(self.core.cycles)
+        self.host_seconds += time.perf_counter() - t0
+        return self
+
     def _warm_piece(self, block: InstrBlock, start: int, stop: int, clock: float, cpi: float) -> float:
         """Warm ``block[start:stop]`` from the warming clock ``clock``, paced; returns the clock after it."""
         stood = self.core.warming_stall_cycles

@@ -216,6 +216,29 @@ class TimerInterrupts:
         self.next_due = self._next_due()
         return new
 
+    def skip_to(self, clock: int) -> None:
+        """Drop the work due before ``clock`` (time a machine fast-forwarded, :meth:`Machine.fast_forward`):
+        the running piece and every piece due before it, none counted; the timer resumes at the first piece
+        due at or after ``clock`` (of a new tick's handler when that lies in a later tick)."""
+        self.pos = self.stop
+        if self.next_due >= clock:
+            return
+        if self.block is not None:
+            while self.piece < self._m and self._due(self.piece) < clock:
+                self.piece += 1
+            if self.piece < self._m:
+                self.next_due = self._next_due()
+                return
+            first = self.tick_start + self.period          # the next tick's start
+        else:
+            first = self.tick_start
+        if first < clock:                                  # the tick under way at ``clock``
+            self.tick_start = first + (clock - first) // self.period * self.period
+            self._begin_tick()
+            while self.piece < self._m and self._due(self.piece) < clock:
+                self.piece += 1
+        self.next_due = self._next_due()
+
     def done(self, n: int) -> None:
         """``n`` instructions of the running piece retired."""
         self.pos += n

@@ -96,6 +96,28 @@ def test_pieces_partition_every_handler(base, scale, seed):
     assert timer.instructions == sum(stop - first for _, first, stop, _ in log)
 
 
+@settings(max_examples=60, deadline=None)
+@given(base=st.integers(1, 3000), scale=st.floats(1e-7, 3.0), seed=st.integers(0, 2**32), at=st.floats(0.0, 3.5))
+def test_a_timer_skipped_to_a_clock_resumes_with_the_schedules_next_piece(base, scale, seed, at):
+    """Fast-forwarded time (``Machine.fast_forward``): the timer drops the work due before the clock, counts
+    none of it, and resumes with the piece the full schedule has due next -- the same due cycle and the
+    same instructions of the handler -- and the pieces after it."""
+    noise = TimerNoise(base_instructions=base, mean_expiring=0.0, time_scale=scale)
+    clock = int(at * noise.period_cycles(CLOCK))
+    _, log = _schedule(noise, 6, seed)
+    expected = [(due, first, stop) for due, first, stop, _ in log if due >= clock][:8]
+    timer = TimerInterrupts(noise, ISAS["powerpc32"], CLOCK, np.random.default_rng(seed))
+    timer.skip_to(clock)
+    assert timer.ticks == timer.instructions == timer.started == 0 and not timer.running
+    resumed = []
+    for _ in expected:
+        due = timer.next_due
+        timer.start()
+        resumed.append((due, timer.pos, timer.stop))
+        timer.done(timer.stop - timer.pos)
+    assert expected and resumed == expected
+
+
 def test_handler_registers_are_the_kernels_own():
     for isa in ISAS.values():
         b = TickHandler(TimerNoise(), isa, seed=1).block()
