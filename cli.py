@@ -237,18 +237,22 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                                                         help="SD,SP,SI: sampling delay, period, interval in the "
                                                              "seed's seconds (seed 002 used 10,5,3)"),
                  sample: Optional[str] = typer.Option(None, "--sample",
-                                                      help="smarts or smarts:U,W,N: SMARTS sampled simulation, N "
+                                                      help="smarts or smarts:U,W,N[,S]: SMARTS sampled simulation, N "
                                                            "units of U instructions timed in detail after W of "
                                                            "detailed warm-up, caches and predictors functionally "
                                                            "warmed in between (default 1000,2000 and N by the run's "
                                                            "length); CPI and event rates with 99.7 % confidence "
-                                                           "intervals"),
+                                                           "intervals; S segments (default 1), each after its own "
+                                                           "fast-forward and warming, for --workers"),
                  time_scale: float = typer.Option(1e-4, "--time-scale",
                                                   help="simulated seconds per second of the real run: scales --sampling "
                                                        "(10 s -> 1 ms) and spreads the timer's work"),
                  seed: int = typer.Option(0, "--seed", min=0),
                  pmu: str = typer.Option("ideal", "--pmu", help="ideal (one run counts all events) | physical "
                                                                 "(several runs within the physical counters)"),
+                 workers: int = typer.Option(1, "--workers", min=1,
+                                             help="local processes for the S segments of a sampled run "
+                                                  "(--sample smarts:U,W,N,S): side by side, same estimates"),
                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                  csv_tables: bool = CSV,
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
@@ -257,7 +261,8 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
     from whatif.scenarios.render.simulate import print_summary
 
     doc = simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
-                                          pmu, out, progress=not as_json, warmup=warmup, sample=sample)
+                                          pmu, out, progress=not as_json, warmup=warmup, sample=sample,
+                                          workers=workers)
     if as_json:
         echo_json(doc)
     else:

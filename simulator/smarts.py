@@ -36,6 +36,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import Callable
 
 import numpy as np
 
@@ -50,6 +51,7 @@ DEFAULT_TARGET_ERROR = 0.03      # epsilon, relative half-width of the CI [SMART
 MAX_DEFAULT_UNITS = 10_000       # SMARTS's initial sample size
 DETAILED_SHARE = 10              # the default n keeps (U + W) * n within 1 / DETAILED_SHARE of the run
 MIN_UNITS = 2                    # a sample standard deviation needs two units
+DEFAULT_OVERLAP = 20_000_000     # instructions a later segment warms from cold before its first unit
 OPTION = "--sample"
 
 
@@ -118,6 +120,8 @@ class SmartsSpec:
     units: int | None = None
     confidence: float = DEFAULT_CONFIDENCE
     target_error: float = DEFAULT_TARGET_ERROR
+    segments: int = 1
+    overlap: int = DEFAULT_OVERLAP
 
     def __post_init__(self):
         if self.unit < 1:
@@ -130,19 +134,26 @@ class SmartsSpec:
             raise SimulatorInputError(f"the confidence must lie in (0, 1), got {self.confidence}")
         if not 0 < self.target_error < 1:
             raise SimulatorInputError(f"the target relative error must lie in (0, 1), got {self.target_error}")
+        if self.segments < 1:
+            raise SimulatorInputError(f"S (segments) must be >= 1, got {self.segments}")
+        if self.overlap < 0:
+            raise SimulatorInputError(f"the overlap (instructions warmed before a segment) must be >= 0, "
+                                      f"got {self.overlap}")
 
     @classmethod
     def parse(cls, text: str, where: str = OPTION) -> "SmartsSpec":
-        """``smarts`` (the defaults) or ``smarts:U,W,N`` (an empty field keeps its default:
-        ``smarts:1000,2000,`` chooses N for the run's length); errors name ``where`` (the option or key)."""
-        form = "smarts or smarts:U,W,N (U instructions per unit >= 1, W warm-up instructions >= 0, N units >= 2)"
+        """``smarts`` (the defaults), ``smarts:U,W,N`` or ``smarts:U,W,N,S`` (S segments; an empty field keeps
+        its default: ``smarts:1000,2000,`` chooses N for the run's length); errors name ``where`` (the option
+        or key)."""
+        form = ("smarts, smarts:U,W,N or smarts:U,W,N,S (U instructions per unit >= 1, W warm-up instructions "
+                ">= 0, N units >= 2, S segments >= 1)")
         method, colon, args = str(text).strip().partition(":")
         if method.strip().lower() != "smarts":
             raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
         if not colon:
             return cls()
         parts = [p.strip() for p in args.split(",")]
-        if len(parts) != 3:
+        if len(parts) not in (3, 4):
             raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
         values: list[int | None] = []
         for p in parts:
@@ -151,12 +162,14 @@ class SmartsSpec:
             except ValueError:
                 v = math.nan
             if v is not None and not (math.isfinite(v) and v == int(v)):
-                raise SimulatorInputError(f"{where}: U, W and N must be whole numbers, got {text!r} (expected {form})")
+                raise SimulatorInputError(f"{where}: U, W, N and S must be whole numbers, got {text!r} "
+                                          f"(expected {form})")
             values.append(None if v is None else int(v))
-        unit, warmup, units = values
+        unit, warmup, units, segments = values + [None] * (4 - len(values))
         try:
             return cls(unit=DEFAULT_UNIT if unit is None else unit,
-                       warmup=DEFAULT_WARMUP if warmup is None else warmup, units=units)
+                       warmup=DEFAULT_WARMUP if warmup is None else warmup, units=units,
+                       segments=1 if segments is None else segments)
         except SimulatorInputError as exc:
             raise SimulatorInputError(f"{where}: {exc} (in {text!r})") from None
 
@@ -174,6 +187,9 @@ class SmartsSpec:
                 f"{where}: {instructions:,} instructions cannot hold {what} of U={self.unit} instructions, each "
                 f"after W={self.warmup} of warm-up (at most {most} units fit; at least {MIN_UNITS} are needed"
                 f"{'' if self.units is not None else f', and by default (U + W) x n is a tenth of the run'})")
+        if self.segments > n:
+            raise SimulatorInputError(f"{where}: {self.segments} segments of {n} units leave a segment without a "
+                                      f"unit (S must be <= n)")
         return population, n
 
 
@@ -191,8 +207,9 @@ class SmartsResult:
     unit_counters: dict[str, np.ndarray]  # the machine's counters (``Machine.counters``), deltas per unit
     detailed_instructions: int            # program instructions timed in detail (warm-ups included)
     warmed_instructions: int              # program instructions functionally warmed
-    host_seconds: float
-    warming_seconds: float                # of which functional warming (synthesis included)
+    host_seconds: float                   # wall clock (segments run side by side overlap in it)
+    warming_seconds: float                # of which functional warming (synthesis included), summed over segments
+    worker_seconds: float = 0.0           # the segments' own host seconds, summed (= host_seconds in one process)
     z: float = field(init=False)
 
     def __post_init__(self):
@@ -267,39 +284,82 @@ class SmartsResult:
                 "recommended_units": self.recommended_units, "sufficient": self.sufficient, "advice": self.advice(),
                 "detailed_instructions": self.detailed_instructions, "warmed_instructions": self.warmed_instructions,
                 "covered_instructions": self.covered_instructions, "host_seconds": self.host_seconds,
-                "warming_seconds": self.warming_seconds,
+                "segments": self.spec.segments, "overlap": self.spec.overlap if self.spec.segments > 1 else 0,
+                "worker_seconds": self.worker_seconds, "warming_seconds": self.warming_seconds,
                 "effective_instructions_per_s": self.effective_instructions_per_s}
 
 
-def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0,
-                events: dict[str, str] | None = None) -> SmartsResult:
-    """Run ``machine`` (fresh, or after its ``warm_up``) as a SMARTS sample of its measured instructions.
-    ``events``: event -> source formula over the machine's counters (default: the platform's PMU events);
-    ``seed`` draws the first measured unit."""
-    start = machine.program_retired
-    total = machine.instructions_target - start
+@dataclass(frozen=True)
+class SegmentSample:
+    """The measured units of one segment of a sampled run (:func:`run_segment`): per-unit values, in order."""
+    unit_cpi: np.ndarray
+    unit_rates: dict[str, np.ndarray]
+    unit_stack: dict[str, np.ndarray]
+    unit_counters: dict[str, np.ndarray]
+    detailed_instructions: int
+    warmed_instructions: int
+    fast_forwarded_instructions: int
+    host_seconds: float
+    warming_seconds: float
+
+
+def _placement(spec: SmartsSpec, total: int, seed: int) -> tuple[int, int, float, float]:
+    """(population N, n, period k, first unit's offset s) of a run of ``total`` instructions (module docstring)."""
     population, n = spec.layout(total)
     period = population / n                            # (fractional: the sample spans the whole run)
-    first = float(np.random.default_rng(seed).uniform(0, period))
+    return population, n, period, float(np.random.default_rng(seed).uniform(0, period))
+
+
+def segment_units(spec: SmartsSpec, n: int, segment: int) -> range:
+    """The measured units (0..n-1) of ``segment``: the sample cut into ``spec.segments`` runs of consecutive units."""
+    return range(segment * n // spec.segments, (segment + 1) * n // spec.segments)
+
+
+def segment_boundary(spec: SmartsSpec, total: int, seed: int, segment: int) -> int:
+    """Program instructions (from the run's start) before ``segment``'s share of the run: the end of the
+    previous segment's last unit (0 for the first)."""
+    if segment == 0:
+        return 0
+    population, n, period, first = _placement(spec, total, seed)
+    return (math.floor(first + (segment_units(spec, n, segment).start - 1) * period) + 1) * spec.unit
+
+
+def run_segment(machine: Machine, spec: SmartsSpec, seed: int = 0, segment: int = 0,
+                events: dict[str, str] | None = None, start: int | None = None) -> SegmentSample:
+    """Measure ``segment``'s units (:func:`segment_units`) on ``machine``.  The first segment runs on the
+    machine of the run (fresh, or after its ``warm_up``), functionally warmed from there; a later one on a
+    fresh machine of the same run, which fast-forwards (:meth:`Machine.fast_forward`) to ``spec.overlap``
+    instructions before the warm-up of its first unit and warms from cold caches and predictors from there.
+    ``start``: program instructions before the measured run (default: those ``machine`` has retired)."""
+    start = machine.program_retired if start is None else int(start)
+    total = machine.instructions_target - start
+    population, n, period, first = _placement(spec, total, seed)
+    units = segment_units(spec, n, segment)
     pmu = machine.platform.pmu
     sources = dict(events) if events is not None else {e: pmu.sources[e] for e in pmu.events}
     U, W = spec.unit, spec.warmup
     t0 = time.perf_counter()
-    cycles, instr = np.zeros(n), np.zeros(n)
+    skipped = 0
+    if segment > 0:
+        lead = math.floor(first + units.start * period) * U - W
+        skipped = max(0, start + lead - spec.overlap - machine.program_retired)
+        machine.fast_forward(skipped)
+    m = len(units)
+    cycles, instr = np.zeros(m), np.zeros(m)
     names = [k for k, v in machine.counters().items() if isinstance(v, int)]   # the integer counters
     causes = list(machine.core.cycle_stack())
-    words = np.zeros((n, len(machine.counter_words())), np.int64)     # their raw words' change per unit
-    stacks = np.zeros((n, len(causes)))
+    words = np.zeros((m, len(machine.counter_words())), np.int64)     # their raw words' change per unit
+    stacks = np.zeros((m, len(causes)))
     detailed = warmed = 0
     warming_seconds = 0.0
     timed_cycles = timed_instructions = 0.0
-    done = 0                                           # program instructions since ``start``
+    done = machine.program_retired - start             # program instructions since ``start``
     everything = np.iinfo(np.int64).max
-    for i in range(n):
+    for j, i in enumerate(units):
         begin = math.floor(first + i * period) * U
         lead = max(done, begin - W)
         if lead > done:
-            measured = timed_cycles / timed_instructions if i else 1.0     # the warming clock's CPI
+            measured = timed_cycles / timed_instructions if timed_instructions else 1.0   # the warming clock's CPI
             tw = time.perf_counter()
             machine.warm_functionally(lead - done, cpi=measured)
             warming_seconds += time.perf_counter() - tw
@@ -308,18 +368,48 @@ def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0
         w0, s0 = machine.counter_words(), machine.core.cycle_stack()
         c0, n0 = machine.core.cycles, machine.core.instructions
         machine.advance_to(everything - machine.origin, program_limit=start + begin + U)
-        words[i] = machine.counter_words() - w0
+        words[j] = machine.counter_words() - w0
         s1 = machine.core.cycle_stack()
         detailed += begin + U - lead
         done = begin + U
-        stacks[i] = [s1[k] - s0[k] for k in causes]
-        cycles[i], instr[i] = machine.core.cycles - c0, machine.core.instructions - n0
-        timed_cycles += cycles[i]
-        timed_instructions += instr[i]
+        stacks[j] = [s1[k] - s0[k] for k in causes]
+        cycles[j], instr[j] = machine.core.cycles - c0, machine.core.instructions - n0
+        timed_cycles += cycles[j]
+        timed_instructions += instr[j]
     host = time.perf_counter() - t0
     every = machine.counter_columns(words)
     columns = {k: every[k].astype(np.float64) for k in names}
     rates = {e: np.asarray(v, dtype=np.float64) / instr for e, v in evaluate(sources, columns).items()}
     stack = {c: stacks[:, j] / instr for j, c in enumerate(causes)}
-    return SmartsResult(spec, total, population, period, first, cycles / instr, rates, stack, columns, detailed,
-                        warmed, host, warming_seconds)
+    return SegmentSample(cycles / instr, rates, stack, columns, detailed, warmed, skipped, host, warming_seconds)
+
+
+def combine(spec: SmartsSpec, total: int, seed: int, parts: list[SegmentSample], host_seconds: float) -> SmartsResult:
+    """The sampled run's result from its segments' samples, in segment order; ``host_seconds``: the wall
+    clock the run took (the segments may have run side by side)."""
+    population, n, period, first = _placement(spec, total, seed)
+    if sum(len(p.unit_cpi) for p in parts) != n:
+        raise ValueError(f"the segments hold {sum(len(p.unit_cpi) for p in parts)} units, the sample {n}")
+
+    def joined(key: str) -> dict[str, np.ndarray]:
+        return {k: np.concatenate([getattr(p, key)[k] for p in parts]) for k in getattr(parts[0], key)}
+
+    return SmartsResult(spec, total, population, period, first, np.concatenate([p.unit_cpi for p in parts]),
+                        joined("unit_rates"), joined("unit_stack"), joined("unit_counters"),
+                        sum(p.detailed_instructions for p in parts), sum(p.warmed_instructions for p in parts),
+                        host_seconds, sum(p.warming_seconds for p in parts), sum(p.host_seconds for p in parts))
+
+
+def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0,
+                events: dict[str, str] | None = None, fresh: Callable[[], Machine] | None = None) -> SmartsResult:
+    """Run ``machine`` (fresh, or after its ``warm_up``) as a SMARTS sample of its measured instructions.
+    ``events``: event -> source formula over the machine's counters (default: the platform's PMU events);
+    ``seed`` draws the first measured unit.  With ``spec.segments`` > 1 the later segments run one after
+    another here, each on a machine ``fresh()`` returns (a new machine of the same run, not warmed up)."""
+    if spec.segments > 1 and fresh is None:
+        raise ValueError(f"a sample of {spec.segments} segments needs `fresh`, a new machine for each later one")
+    t0 = time.perf_counter()
+    start = machine.program_retired
+    parts = [run_segment(machine, spec, seed, 0, events)]
+    parts += [run_segment(fresh(), spec, seed, k, events, start=start) for k in range(1, spec.segments)]
+    return combine(spec, machine.instructions_target - start, seed, parts, time.perf_counter() - t0)

@@ -23,7 +23,8 @@ from whatif.simulator.memory import state as MS
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import load_platform
-from whatif.simulator.smarts import Estimate, SmartsSpec, required_units, run_sampled, z_value
+from whatif.simulator.smarts import (Estimate, SmartsSpec, required_units, run_sampled, run_segment, segment_units,
+                                     z_value)
 from whatif.simulator.synth import Synthesizer
 from whatif.simulator.workload import load_workload
 
@@ -215,6 +216,8 @@ def test_normal_quantiles_and_smarts_sample_size():
 def test_spec_parsing_and_layout():
     assert SmartsSpec.parse("smarts") == SmartsSpec(1000, 2000, None)
     assert SmartsSpec.parse("smarts:500,1000,40") == SmartsSpec(500, 1000, 40)
+    assert SmartsSpec.parse("smarts:500,1000,40,4") == SmartsSpec(500, 1000, 40, segments=4)
+    assert SmartsSpec.parse("smarts:,,,3") == SmartsSpec(segments=3)
     assert SmartsSpec.parse(" SMARTS:,,40 ") == SmartsSpec(1000, 2000, 40)
     assert SmartsSpec(units=100).layout(10_000_000) == (10_000, 100)
     assert SmartsSpec().layout(1_000_000_000) == (1_000_000, 10_000)           # SMARTS's initial n
@@ -262,6 +265,71 @@ def test_units_time_as_in_a_full_detailed_run():
     same_units = np.array(same_units)
     assert np.mean(result.unit_cpi == same_units) >= 0.95
     assert result.cpi.mean == pytest.approx(same_units.mean(), rel=1e-3)
+
+
+def test_fast_forward_moves_the_program_on_and_nothing_else():
+    """A later segment reaches its start by fast-forwarding: the program's control flow and data state move
+    on exactly as if its instructions had run, the clock moves ``cpi`` cycles an instruction, and no cache,
+    TLB, prefetcher, predictor or timer handler sees any of it."""
+    p = load_platform("nehalem")
+    wl = load_workload("cint2006/429.mcf")
+    skipped = Machine(p, wl, 400_000, seed=1, noise=TimerNoise(time_scale=1e-3))
+    untouched = Machine(p, wl, 400_000, seed=1, noise=TimerNoise(time_scale=1e-3))
+    ran = Machine(p, wl, 400_000, seed=1, noise=None)
+    skipped.fast_forward(150_001, cpi=2.5)
+    ran.warm_functionally(150_001)
+    assert skipped.program_retired == ran.program_retired == 150_001 and skipped.core.cycles == 375_002
+    for a, b in ((skipped.synth, ran.synth), (skipped, ran)):
+        for name in ("_W", "_ST", "_rng", "_state", "_stack") if a is skipped.synth else ("pos",):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert np.array_equal(skipped.block.pc, ran.block.pc) and np.array_equal(skipped.block.mem_addr, ran.block.mem_addr)
+    assert np.array_equal(skipped.memory.state.S, untouched.memory.state.S)
+    assert all(np.array_equal(a, b) for a, b in zip(skipped.core.predictor_state, untouched.core.predictor_state))
+    assert skipped.os_ticks == skipped.os_instructions == 0 and skipped.timer.next_due >= 375_002
+    assert skipped.timer.next_due < 375_002 + skipped.timer.period
+    skipped.advance_to(2**62, program_limit=200_000)             # and runs on from there
+    assert skipped.os_instructions > 0 and skipped.counters()["instructions"] > 49_999
+
+
+def test_a_later_segment_warmed_from_the_start_measures_its_units_as_one_segment_does():
+    """Segments cut the sample into runs of consecutive units, each on its own machine.  When a later
+    segment's overlap reaches back to the run's start, it warms everything the one-segment run warmed, from
+    the same fresh machine, and its W = 2000 detailed warm-up refills the pipeline: its units then take the
+    cycles they take in the one-segment run (as in ``test_units_time_as_in_a_full_detailed_run``, memory
+    time left out, the warming clock differing)."""
+    p = load_platform("nehalem", ["memory.prefetch_arrival=instant", "memory.queueing=none"])
+    wl = load_workload("cint2006/429.mcf")
+
+    def fresh():
+        return Machine(p, wl, 600_000, seed=1, noise=None)
+
+    one = run_sampled(fresh(), SmartsSpec(units=60), seed=4)
+    three = run_sampled(fresh(), SmartsSpec(units=60, segments=3, overlap=600_000), seed=4, fresh=fresh)
+    assert three.n == 60 and three.to_dict()["segments"] == 3
+    assert np.array_equal(three.unit_cpi[:20], one.unit_cpi[:20])           # the first segment is the run's
+    assert np.mean(three.unit_cpi == one.unit_cpi) >= 0.95
+    assert three.cpi.mean == pytest.approx(one.cpi.mean, rel=1e-3)
+    assert three.warmed_instructions > one.warmed_instructions               # the later segments warm again
+    with pytest.raises(ValueError, match="needs `fresh`"):
+        run_sampled(fresh(), SmartsSpec(units=60, segments=3), seed=4)
+
+
+def test_a_later_segment_fast_forwards_to_its_overlap():
+    """A later segment skips to ``overlap`` instructions before its first unit's detailed warm-up, warms from
+    there, and measures its own units only."""
+    p = load_platform("nehalem")
+    spec = SmartsSpec(units=40, segments=2, overlap=100_000)
+    m = Machine(p, load_workload("cint2006/429.mcf"), 1_000_000, seed=1)
+    part = run_segment(m, spec, seed=4, segment=1, start=0)
+    whole = run_sampled(Machine(p, load_workload("cint2006/429.mcf"), 1_000_000, seed=1), SmartsSpec(units=40), seed=4)
+    units = segment_units(spec, 40, 1)
+    assert units == range(20, 40) and len(part.unit_cpi) == 20
+    lead = whole.unit_index(20) * 1000 - 2000
+    assert part.fast_forwarded_instructions == lead - 100_000
+    assert part.warmed_instructions + part.detailed_instructions == (whole.unit_index(39) + 1) * 1000 - (lead - 100_000)
+    assert part.warmed_instructions == 100_000 + sum(
+        (whole.unit_index(i) - whole.unit_index(i - 1) - 3) * 1000 for i in range(21, 40))
+    assert np.all(part.unit_cpi > 1)                                   # mcf's units, timed
 
 
 def test_unit_counters_from_raw_words_equal_the_counters_difference():
@@ -314,13 +382,40 @@ def test_cli_sampled_json_carries_confidence_intervals():
     assert doc["cpi"] == smp["cpi"]["mean"]
 
 
+def test_cli_segments_side_by_side_give_the_estimates_of_one_process():
+    """``--workers 2`` runs the two segments of ``smarts:U,W,N,2`` in a process pool: the same estimates as in
+    this process, with the segments' host time summed beside the wall clock."""
+    args = ["simulate", "-p", "nehalem", "-w", "429.mcf", "-n", "800000", "--sample", "smarts:1000,2000,40,2", "--json"]
+    here, pool = runner.invoke(app, args), runner.invoke(app, args + ["--workers", "2"])
+    assert here.exit_code == 0 and pool.exit_code == 0, (here.stderr, pool.stderr)
+    a, b = json.loads(here.stdout)["sampled"], json.loads(pool.stdout)["sampled"]
+    assert a["segments"] == b["segments"] == 2 and a["units"] == b["units"] == 40
+    for key in ("cpi", "event_rates", "cpi_stack", "detailed_instructions", "warmed_instructions"):
+        assert a[key] == b[key], key
+    assert 0 < a["worker_seconds"] <= a["host_seconds"] and b["worker_seconds"] > 0     # in one process: within it
+
+
+def test_cli_workers_without_segments_is_one_line_and_exit_2(tmp_path):
+    for extra in (["--sample", "smarts:1000,2000,20"], []):
+        r = runner.invoke(app, ["simulate", "-p", "nehalem", "-w", "429.mcf", "-n", "400000", "--workers", "2",
+                                "--out", str(tmp_path / "out"), *extra])
+        assert r.exit_code == 2, r.stderr
+        assert r.stderr.strip().splitlines() == [
+            "whatif: error: --workers 2 runs the segments of a sampled run side by side: give them with --sample "
+            "smarts:U,W,N,S (S >= 2 segments)"]
+        assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("value, fragment", [
     ("smarts:0,2000,10", "U (instructions per unit) must be >= 1, got 0"),
     ("smarts:1000,-1,10", "W (detailed warm-up instructions) must be >= 0, got -1"),
     ("smarts:1000,2000,1", "N (units) must be >= 2, got 1"),
     ("smarts:1000,2000,500", "cannot hold 500 units"),
     ("smarts:1k,2000,10", "whole numbers"),
-    ("simpoint", "expected smarts or smarts:U,W,N"),
+    ("smarts:1000,2000,10,0", "S (segments) must be >= 1, got 0"),
+    ("smarts:1000,2000,10,11", "11 segments of 10 units leave a segment without a unit"),
+    ("smarts:1000,2000,10,2,1", "expected smarts, smarts:U,W,N or smarts:U,W,N,S"),
+    ("simpoint", "expected smarts, smarts:U,W,N or smarts:U,W,N,S"),
 ])
 def test_cli_bad_sample_is_one_line_and_exit_2(tmp_path, value, fragment):
     out = tmp_path / "out"
@@ -352,7 +447,9 @@ def test_validate_check_passes_on_every_platform_quick():
 
     assert "whatif.scenarios.checks.smarts" in CHECK_MODULES
     rows = registered_checks()["smarts: sampled CPI against a full detailed run"](True)
-    assert len(rows) == 2 * len(platform_names())
+    assert len(rows) == 4 * len(platform_names())
+    cut = [r for r in rows if "4 segments, each later one warmed from cold for 500,000" in r.detail]
+    assert len(cut) == 2 * len(platform_names())
     failed = [(r.name, r.expected, r.measured, r.detail) for r in rows if not r.passed]
     assert not failed
 

@@ -7,6 +7,7 @@ import time
 from pydantic import ValidationError
 
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.executor import Executor
 from whatif.scenarios.measure import SimulateSpec, compile_kernels
 from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
 from whatif.scenarios.results.directory import write_results_dir
@@ -22,10 +23,10 @@ from whatif.simulator.workload import load_workload
 
 def simulate_command(platform_name: str, workload: str, instructions: int, overrides: list[str],
                      sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool,
-                     warmup: int = 0, sample: str | None = None) -> dict:
+                     warmup: int = 0, sample: str | None = None, workers: int = 1) -> dict:
     """``seed`` is the program seed (binary and input); the replicate seed is drawn from it.  ``sample``:
-    ``smarts[:U,W,N]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
-    confidence intervals)."""
+    ``smarts[:U,W,N[,S]]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
+    confidence intervals); ``workers``: local processes that run its S segments side by side."""
     started = time.perf_counter()
     if out is not None:
         check_results_target(out)
@@ -41,10 +42,15 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     load_workload(workload)                 # an unknown name fails now, listing the known ones
     collect = spec.collect_spec("--sample")
     check_sample(collect, "--sample")
+    if workers > 1 and (collect.sample is None or collect.sample.segments == 1):
+        raise ScenarioError(f"--workers {workers} runs the segments of a sampled run side by side: give them with "
+                            f"--sample smarts:U,W,N,S (S >= 2 segments)")
     compile_kernels(progress)
     total = (collect.warmup + collect.instructions) * pmu_run_count(platform, collect.pmu)
-    with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance:
-        res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed, on_retired=advance)
+    with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance, \
+            Executor(workers=workers) as executor:
+        res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed, on_retired=advance,
+                           map_segments=executor.map if workers > 1 else None)
     if collect.sampling is not None and (res["timeseries"] is None or len(res["timeseries"]) == 0):
         raise SimulatorInputError(f"the run of {instructions:,} instructions ended before the first sampling "
                                   f"interval closed; give more instructions or a shorter --sampling")
