@@ -163,10 +163,7 @@ class Machine:
                 end = len(self.block) if program_limit is None else \
                     min(len(self.block), self.pos + program_limit - self.program_retired)
                 n = self._run_core(self.block, self._records, stop, self.pos, end)
-                self.pos += n
-                self.program_retired += n
-                if self.on_retired is not None:
-                    self.on_retired(n)
+                self._consumed(n)
             return self.core.cycles >= target
         finally:
             self.host_seconds += time.perf_counter() - t0
@@ -179,12 +176,8 @@ class Machine:
         and the timer see, and the core resumes that many cycles later (:meth:`Core.shift_time`), plus the
         cycles the clock stood for the memory channel where the instructions asked it for more than its
         bandwidth at that CPI (paced warming, :mod:`simulator.core.warming`)."""
-        if self.profiler is not None:
-            raise ValueError("functional warming would leave gaps in the instruction profile (profile_every)")
-        if not cpi > 0:
-            raise ValueError(f"cpi must be > 0, got {cpi}")
+        limit = self._untimed_limit(instructions, cpi, "functional warming")
         t0 = time.perf_counter()
-        limit = min(self.instructions_target, self.program_retired + max(0, int(instructions)))
         clock = float(self.core.cycles)
         timer = self.timer
         try:
@@ -202,10 +195,7 @@ class Machine:
                 if timer is not None:                     # up to the next piece of the timer's work
                     n = max(1, min(n, math.ceil((timer.next_due - clock) / cpi)))
                 clock = self._warm_piece(self.block, self.pos, self.pos + n, clock, cpi)
-                self.pos += n
-                self.program_retired += n
-                if self.on_retired is not None:
-                    self.on_retired(n)
+                self._consumed(n)
         finally:
             self.core.shift_time(int(clock) - self.core.cycles)
             self.host_seconds += time.perf_counter() - t0
@@ -217,26 +207,34 @@ class Machine:
         them.  The clock moves on ``cpi`` cycles an instruction, and the timer's work due meanwhile is
         dropped (:meth:`TimerInterrupts.skip_to`).  How a later segment of a sampled run reaches its start
         (:mod:`simulator.smarts`), as gem5 and Sniper users fast-forward to a region before warming."""
-        if self.profiler is not None:
-            raise ValueError("fast-forwarding would leave gaps in the instruction profile (profile_every)")
-        if not cpi > 0:
-            raise ValueError(f"cpi must be > 0, got {cpi}")
+        limit = self._untimed_limit(instructions, cpi, "fast-forwarding")
         t0 = time.perf_counter()
-        limit = min(self.instructions_target, self.program_retired + max(0, int(instructions)))
         skipped = limit - self.program_retired
         while self.program_retired < limit:
             if self.pos >= len(self.block):
                 self._refill()
-            n = min(len(self.block) - self.pos, limit - self.program_retired)
-            self.pos += n
-            self.program_retired += n
-            if self.on_retired is not None:
-                self.on_retired(n)
+            self._consumed(min(len(self.block) - self.pos, limit - self.program_retired))
         self.core.shift_time(round(skipped * cpi))
         if self.timer is not None:
             self.timer.skip_to(self.core.cycles)
         self.host_seconds += time.perf_counter() - t0
         return self
+
+    def _untimed_limit(self, instructions: int, cpi: float, what: str) -> int:
+        """The program instructions retired once ``instructions`` more are consumed untimed (at most the
+        run's); refuses a profiled run (its profile would have gaps) and a CPI that is not positive."""
+        if self.profiler is not None:
+            raise ValueError(f"{what} would leave gaps in the instruction profile (profile_every)")
+        if not cpi > 0:
+            raise ValueError(f"cpi must be > 0, got {cpi}")
+        return min(self.instructions_target, self.program_retired + max(0, int(instructions)))
+
+    def _consumed(self, n: int) -> None:
+        """``n`` more program instructions of the current block consumed (timed, warmed or skipped)."""
+        self.pos += n
+        self.program_retired += n
+        if self.on_retired is not None:
+            self.on_retired(n)
 
     def _warm_piece(self, block: InstrBlock, start: int, stop: int, clock: float, cpi: float) -> float:
         """Warm ``block[start:stop]`` from the warming clock ``clock``, paced; returns the clock after it."""
