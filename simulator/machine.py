@@ -210,10 +210,12 @@ class Machine:
         limit = self._untimed_limit(instructions, cpi, "fast-forwarding")
         t0 = time.perf_counter()
         skipped = limit - self.program_retired
-        while self.program_retired < limit:
-            if self.pos >= len(self.block):
-                self._refill()
-            self._consumed(min(len(self.block) - self.pos, limit - self.program_retired))
+        self._consumed(min(len(self.block) - self.pos, skipped))       # the rest of the current block
+        rest = limit - self.program_retired
+        if rest > 0:                                   # then the program's walk, nothing written out
+            self.synth.skip(rest)
+            self._consumed(rest)
+            self.pos = len(self.block)                 # (the current block is spent)
         self.core.shift_time(round(skipped * cpi))
         if self.timer is not None:
             self.timer.skip_to(self.core.cycles)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from whatif.simulator.isa import (FLAG_FLAGS_PARTIAL, FLAG_PARTIAL_WRITE, FIELDS, OP_ALU, OP_CALL, OP_DIV, OP_FP,
                            OP_JUMP, OP_LOAD, OP_MUL, OP_RET, InstrBlock, isa_for)
@@ -425,6 +427,21 @@ def test_same_seed_same_stream_and_block_sizes_do_not_matter():
     for name, _ in FIELDS:
         assert np.array_equal(getattr(whole, name), np.concatenate([getattr(p, name) for p in parts])), name
     assert a.phase_boundaries() == b.phase_boundaries()
+
+
+@settings(max_examples=25, deadline=None)
+@given(cuts=st.lists(st.integers(0, 40_000), min_size=1, max_size=5), seed=st.integers(0, 50))
+def test_skipping_leaves_the_walk_where_filling_would(cuts, seed):
+    """``skip(n)`` (the kernel compiled without its writes) moves the walk on exactly as ``n`` instructions
+    of ``next_block`` do: the instructions after it, and the phases entered on the way, are the same."""
+    a, b = synth(seed=seed, instructions=300_000), synth(seed=seed, instructions=300_000)
+    for n in cuts:
+        a.next_block(n)
+        b.skip(n)
+    assert a.position == b.position == sum(cuts) and a.phase_boundaries() == b.phase_boundaries()
+    after, same = a.next_block(5_000), b.next_block(5_000)
+    for name, _ in FIELDS:
+        assert np.array_equal(getattr(after, name), getattr(same, name)), name
 
 
 def test_seeds_change_the_program_and_run_seeds_only_the_run():
