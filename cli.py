@@ -251,8 +251,8 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                  pmu: str = typer.Option("ideal", "--pmu", help="ideal (one run counts all events) | physical "
                                                                 "(several runs within the physical counters)"),
                  workers: int = typer.Option(1, "--workers", min=1,
-                                             help="local processes for the S segments of a sampled run "
-                                                  "(--sample smarts:U,W,N,S): side by side, same estimates"),
+                                             help="threads for the S segments of a sampled run (--sample "
+                                                  "smarts:U,W,N,S): side by side, same estimates"),
                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                  csv_tables: bool = CSV,
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:

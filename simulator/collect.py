@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
@@ -106,16 +107,15 @@ def pmu_run_count(platform: Platform, pmu: str) -> int:
 
 def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, replicate_seed: int,
                  progress: Callable[[int], None] | None = None,
-                 on_retired: Callable[[int], None] | None = None, map_segments: Callable | None = None
-                 ) -> dict[str, Any]:
+                 on_retired: Callable[[int], None] | None = None, workers: int = 1) -> dict[str, Any]:
     """One configuration: totals of every platform event (over several runs in ``physical`` mode), the
     CPI stack and all counters of the first run, and the counter time series when sampling.
     ``progress(1)`` after each run; ``on_retired(n)`` as program instructions retire (warm-ups
-    included: (warmup + instructions) x :func:`pmu_run_count` in all); ``map_segments``: how a sampled run's
-    segments run (:func:`sampled_one`)."""
+    included: (warmup + instructions) x :func:`pmu_run_count` in all); ``workers``: threads for a sampled
+    run's segments (:func:`sampled_one`)."""
     check_sampling_feasible(platform, spec.instructions, spec.sampling)
     if spec.sample is not None:
-        return sampled_one(platform, workload, spec, program_seed, replicate_seed, on_retired, map_segments)
+        return sampled_one(platform, workload, spec, program_seed, replicate_seed, on_retired, workers)
     groups = pmu_groups(platform, spec.pmu)
     n_runs = pmu_run_count(platform, spec.pmu)
     run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(replicate_seed).spawn(n_runs)]
@@ -167,7 +167,7 @@ def check_sample(spec: CollectSpec, where: str = "--sample") -> None:
 def _sampled_segment(segment: int, shared: tuple, progress: Callable[[int], None] | None = None) -> SegmentSample:
     """One segment of a sampled run (:func:`sampled_one`) on its own machine; ``progress(n)`` as the program
     instructions of its share of the run retire (a later segment's fast-forward and overlap are the earlier
-    segments' share).  A module-level function of picklable arguments, for a process pool."""
+    segments' share)."""
     platform, workload, spec, program_seed, run_seed = shared
     m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
                 input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
@@ -187,26 +187,24 @@ def _sampled_segment(segment: int, shared: tuple, progress: Callable[[int], None
 
 
 def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, replicate_seed: int,
-                on_retired: Callable[[int], None] | None = None,
-                map_segments: Callable | None = None) -> dict[str, Any]:
+                on_retired: Callable[[int], None] | None = None, workers: int = 1) -> dict[str, Any]:
     """One configuration as a SMARTS sampled run: the keys of :func:`simulate_one` holding the estimates
     (totals and counters: per-instruction means times the run's instructions; ``cpi``, ``cpi_stack``: unit
     means), and ``sampled`` with every estimate's confidence interval (:meth:`SmartsResult.to_dict`).  The
     ``warmup`` instructions are functionally warmed; the run seed is drawn from the replicate seed as a
-    full run's is, and also places the first unit.  The sample's segments (``spec.sample.segments``) run
-    one after another here, or through ``map_segments(fn, segments, shared, progress=..., units=...)``
-    (:meth:`~whatif.scenarios.executor.Executor.map`: side by side in a process pool); the estimates are the
-    same either way."""
+    full run's is, and also places the first unit.  The sample's segments (``spec.sample.segments``) run in
+    up to ``workers`` threads of this process, side by side (the simulation kernels release Python's GIL:
+    each segment's machine is its own), else one after another; the estimates are the same either way."""
     check_sample(spec)
     run_seed = int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
     shared = (platform, workload, spec, program_seed, run_seed)
     segments = list(range(spec.sample.segments))
     t0 = time.perf_counter()
-    if map_segments is None or len(segments) == 1:
+    if workers <= 1 or len(segments) == 1:
         parts = [_sampled_segment(k, shared, on_retired) for k in segments]
     else:
-        parts = map_segments(_sampled_segment, segments, shared, progress=on_retired,
-                             units=spec.instructions // len(segments))
+        with ThreadPoolExecutor(max_workers=min(workers, len(segments)), thread_name_prefix="smarts") as pool:
+            parts = list(pool.map(lambda k: _sampled_segment(k, shared, on_retired), segments))
     result = combine(spec.sample, spec.instructions, run_seed, parts, time.perf_counter() - t0)
     if on_retired is not None:             # the run stops after its last unit: the rest counts as done
         on_retired(spec.instructions - result.covered_instructions)

@@ -383,8 +383,8 @@ def test_cli_sampled_json_carries_confidence_intervals():
 
 
 def test_cli_segments_side_by_side_give_the_estimates_of_one_process():
-    """``--workers 2`` runs the two segments of ``smarts:U,W,N,2`` in a process pool: the same estimates as in
-    this process, with the segments' host time summed beside the wall clock."""
+    """``--workers 2`` runs the two segments of ``smarts:U,W,N,2`` in two threads: the same estimates as one
+    after the other, with the segments' host time summed beside the wall clock."""
     args = ["simulate", "-p", "nehalem", "-w", "429.mcf", "-n", "800000", "--sample", "smarts:1000,2000,40,2", "--json"]
     here, pool = runner.invoke(app, args), runner.invoke(app, args + ["--workers", "2"])
     assert here.exit_code == 0 and pool.exit_code == 0, (here.stderr, pool.stderr)
@@ -392,7 +392,7 @@ def test_cli_segments_side_by_side_give_the_estimates_of_one_process():
     assert a["segments"] == b["segments"] == 2 and a["units"] == b["units"] == 40
     for key in ("cpi", "event_rates", "cpi_stack", "detailed_instructions", "warmed_instructions"):
         assert a[key] == b[key], key
-    assert 0 < a["worker_seconds"] <= a["host_seconds"] and b["worker_seconds"] > 0     # in one process: within it
+    assert 0 < a["worker_seconds"] <= a["host_seconds"] and b["worker_seconds"] > 0     # one after the other: within it
 
 
 def test_cli_workers_without_segments_is_one_line_and_exit_2(tmp_path):

@@ -7,7 +7,6 @@ import time
 from pydantic import ValidationError
 
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.executor import Executor
 from whatif.scenarios.measure import SimulateSpec, compile_kernels
 from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
 from whatif.scenarios.results.directory import write_results_dir
@@ -26,7 +25,7 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
                      warmup: int = 0, sample: str | None = None, workers: int = 1) -> dict:
     """``seed`` is the program seed (binary and input); the replicate seed is drawn from it.  ``sample``:
     ``smarts[:U,W,N[,S]]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
-    confidence intervals); ``workers``: local processes that run its S segments side by side."""
+    confidence intervals); ``workers``: threads that run its S segments side by side."""
     started = time.perf_counter()
     if out is not None:
         check_results_target(out)
@@ -47,10 +46,9 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
                             f"--sample smarts:U,W,N,S (S >= 2 segments)")
     compile_kernels(progress)
     total = (collect.warmup + collect.instructions) * pmu_run_count(platform, collect.pmu)
-    with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance, \
-            Executor(workers=workers) as executor:
+    with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance:
         res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed, on_retired=advance,
-                           map_segments=executor.map if workers > 1 else None)
+                           workers=workers)
     if collect.sampling is not None and (res["timeseries"] is None or len(res["timeseries"]) == 0):
         raise SimulatorInputError(f"the run of {instructions:,} instructions ended before the first sampling "
                                   f"interval closed; give more instructions or a shorter --sampling")

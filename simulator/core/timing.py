@@ -329,7 +329,7 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 
 
 # ============================================================================ the kernel
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq, reg_retired,
              reg_port, ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,

@@ -63,7 +63,7 @@ if CONTROL_OPS != tuple(range(OP_BRANCH, len(isa.OP_NAMES))):       # warm() tes
     raise RuntimeError(f"warming expects the control transfers to be the last op classes, got {CONTROL_OPS}")
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, taken_a, target_a,
          start, stop, now0, cpi_q16, pace, tage=False):
     """Functionally warm instructions [start, stop) of a block (see the module docstring); instruction

@@ -42,7 +42,7 @@ def _walker(emit: bool):
     """The walker, compiled writing its instructions out (``emit``) or not (to fast-forward the program):
     one source, and ``emit`` a constant of each compiled copy, so neither pays for the other's test."""
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)
     def walk(n, o_pc, o_op, o_size, o_dst, o_src1, o_src2, o_areg, o_maddr, o_msize, o_taken, o_target, o_flags,
              s_pc, s_packed, s_run, s_kind, s_tgt, s_arg, s_arg2, s_prob, s_prob2, s_off, s_state,
              ic_target, ic_cdf, ST, z_lo, z_width, z_prob, z_alias, sched_len, sched_entry, W, stack, rng,

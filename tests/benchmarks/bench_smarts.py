@@ -13,7 +13,7 @@ Per workload, on one program (seed 1) with OS noise, as ``whatif simulate`` runs
   functional warming alone;
 * with ``--instructions``: a sampled run of that many instructions (1e9 for the issue's acceptance), its
   CPI +- CI and effective rate (no full detailed run at that length); with ``--segments 1,2``, once in one
-  segment and once in two run side by side in a process pool (``--workers``), for the speed-up of the
+  segment and once in two run side by side in threads (``--workers``), for the speed-up of the
   segments and the difference they make to the estimate.
 
 Rates are wall-clock, on a machine that may be shared (the load average is printed); compilation and the
@@ -34,7 +34,6 @@ for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL
     os.environ[var] = "1"
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from whatif.scenarios.executor import Executor  # noqa: E402
 from whatif.simulator.collect import CollectSpec, simulate_one  # noqa: E402
 from whatif.simulator.platform import load_platform  # noqa: E402
 from whatif.simulator.smarts import SmartsSpec  # noqa: E402
@@ -48,11 +47,10 @@ def cint2006() -> list[str]:
 
 
 def sampled(platform, workload: str, n: int, units: int | None, segments: int = 1,
-            executor: Executor | None = None) -> tuple[dict, float]:
+            workers: int = 1) -> tuple[dict, float]:
     t0 = time.perf_counter()
     spec = CollectSpec(instructions=n, sample=SmartsSpec(units=units, segments=segments))
-    res = simulate_one(platform, workload, spec, program_seed=SEED, replicate_seed=SEED,
-                       map_segments=executor.map if executor is not None and segments > 1 else None)
+    res = simulate_one(platform, workload, spec, program_seed=SEED, replicate_seed=SEED, workers=workers)
     return res["sampled"], time.perf_counter() - t0
 
 
@@ -67,7 +65,7 @@ def main() -> None:
     ap.add_argument("--workloads", default=None, help="comma-separated names (default: every CINT2006 workload)")
     ap.add_argument("--segments", default="1", help="the long run's segments, comma-separated: a row each "
                                                    "(e.g. 1,2: one segment, then two side by side)")
-    ap.add_argument("--workers", type=int, default=None, help="processes for the segments (default: the most "
+    ap.add_argument("--workers", type=int, default=None, help="threads for the segments (default: the most "
                                                               "segments asked for)")
     args = ap.parse_args()
     segments = [int(k) for k in args.segments.split(",")]
@@ -99,16 +97,15 @@ def main() -> None:
         workers = args.workers or max(segments)
         print(f"\n{'workload':16s} {'S':>2s} {'sampled CPI':>17s} {'rel. CI':>8s} {'n':>6s} {'n(3%)':>6s} "
               f"{'effective':>10s} {'host s':>7s} {'worker s':>8s} {'goal 200M/s':>11s}   ({workers} workers)")
-        with Executor(workers=workers) as executor:
-            for w in names:
-                for k in segments:
-                    smp, _ = sampled(platform, w, n_long, args.long_units, k, executor)
-                    est = smp["cpi"]
-                    eff = smp["effective_instructions_per_s"]
-                    print(f"{w.split('/')[-1]:16s} {k:2d} {est['mean']:8.4f} ± {est['half_width']:6.4f} "
-                          f"{est['relative_error']:8.2%} {smp['units']:6d} {smp['recommended_units']:6d} "
-                          f"{eff / 1e6:8.2f}M/s {smp['host_seconds']:7.1f} {smp['worker_seconds']:8.1f} "
-                          f"{'met' if eff >= 200e6 else 'NOT met':>11s}", flush=True)
+        for w in names:
+            for k in segments:
+                smp, _ = sampled(platform, w, n_long, args.long_units, k, workers)
+                est = smp["cpi"]
+                eff = smp["effective_instructions_per_s"]
+                print(f"{w.split('/')[-1]:16s} {k:2d} {est['mean']:8.4f} ± {est['half_width']:6.4f} "
+                      f"{est['relative_error']:8.2%} {smp['units']:6d} {smp['recommended_units']:6d} "
+                      f"{eff / 1e6:8.2f}M/s {smp['host_seconds']:7.1f} {smp['worker_seconds']:8.1f} "
+                      f"{'met' if eff >= 200e6 else 'NOT met':>11s}", flush=True)
 
 
 if __name__ == "__main__":
