@@ -75,26 +75,16 @@ def _walker(emit: bool):
                     o = U64(i + q)
                     if emit:
                         o_pc[o] = s_pc[t]
-                    row = s_packed[t]
-                    if emit:
+                        row = s_packed[t]
                         o_op[o] = row & MASK8
-                    if emit:
                         o_size[o] = (row >> U64(8)) & MASK8
-                    if emit:
                         o_dst[o] = (row >> U64(16)) & MASK8
-                    if emit:
                         o_src1[o] = (row >> U64(24)) & MASK8
-                    if emit:
                         o_src2[o] = (row >> U64(32)) & MASK8
-                    if emit:
                         o_areg[o] = (row >> U64(40)) & MASK8
-                    if emit:
                         o_msize[o] = (row >> U64(48)) & MASK8
-                    if emit:
                         o_flags[o] = row >> U64(56)
-                    if emit:
                         o_taken[o] = 0
-                    if emit:
                         o_target[o] = 0
                     kk = s_kind[t]
                     if kk == K_PLAIN:
@@ -175,24 +165,15 @@ def _walker(emit: bool):
             ui = U64(i)
             if emit:
                 o_pc[ui] = s_pc[us]
-            row = s_packed[us]
-            if emit:
+                row = s_packed[us]
                 o_op[ui] = row & MASK8
-            if emit:
                 o_size[ui] = (row >> U64(8)) & MASK8
-            if emit:
                 o_dst[ui] = (row >> U64(16)) & MASK8
-            if emit:
                 o_src1[ui] = (row >> U64(24)) & MASK8
-            if emit:
                 o_src2[ui] = (row >> U64(32)) & MASK8
-            if emit:
                 o_areg[ui] = (row >> U64(40)) & MASK8
-            if emit:
                 o_msize[ui] = (row >> U64(48)) & MASK8
-            if emit:
                 o_flags[ui] = row >> U64(56)
-            if emit:
                 o_maddr[ui] = 0
             k = s_kind[us]
             nxt = s + 1
@@ -282,7 +263,6 @@ def _walker(emit: bool):
                     nxt = tgt
             if emit:
                 o_taken[ui] = taken
-            if emit:
                 o_target[ui] = target
             count += 1
             cur = nxt
