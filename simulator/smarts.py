@@ -25,6 +25,13 @@ the confidence (z = 2.97 for 99.7 %, which SMARTS rounds to 3).  For a relative 
 confidence SMARTS needs ``n >= (z * V / epsilon)^2`` units; when the run's own ``V`` says ``n`` was
 too small the result says so and recommends that ``n`` (SMARTS's second run).
 
+Segments (``smarts:U,W,N,S``): the sample cut into ``S`` runs of consecutive units (:func:`segment_units`),
+so that they can run side by side (:func:`~simulator.collect.sampled_one`).  The first runs as above; each
+later one runs on a fresh machine of the same run, which fast-forwards (:meth:`Machine.fast_forward`) to
+``overlap`` instructions (default 20 M) before its first unit's warm-up and warms from cold caches and
+predictors from there: what that costs in accuracy is whatever the overlap is too short to bring back
+(lines reused at longer distances miss in the cold LLC), which ``whatif validate`` and the README measure.
+
 Defaults are the paper's for its 8-way out-of-order core: ``U = 1000``, ``W = 2000``, 99.7 % confidence,
 ``epsilon = 3 %``; ``n`` by default ``min(10_000, T // (10 * (U + W)))`` (at most a tenth of the run in
 detail; SMARTS's initial ``n`` is 10 000 for SPEC CPU2000-length runs).
@@ -209,7 +216,7 @@ class SmartsResult:
     warmed_instructions: int              # program instructions functionally warmed
     host_seconds: float                   # wall clock (segments run side by side overlap in it)
     warming_seconds: float                # of which functional warming (synthesis included), summed over segments
-    worker_seconds: float = 0.0           # the segments' own host seconds, summed (= host_seconds in one process)
+    worker_seconds: float = 0.0           # the segments' own host seconds, summed (within host_seconds in one thread)
     z: float = field(init=False)
 
     def __post_init__(self):
