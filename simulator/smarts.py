@@ -275,12 +275,13 @@ class SmartsResult:
         cpi, need, spec = self.cpi, self.recommended_units, self.spec
         said = (f"{self.n} units give ± {cpi.relative_error:.1%} at {spec.confidence:.1%} confidence "
                 f"(V = {cpi.cv:.2f}); ± {spec.target_error:.0%} needs n >= (z V / e)^2 = {need}")
+        cut = f",{spec.segments}" if spec.segments > 1 else ""         # (the segments asked for)
         spacing = math.ceil((spec.unit + spec.warmup) / spec.unit)      # units per measured unit, at least
         if need * spacing > self.population:
             return (f"{said}, more than {self.instructions:,} instructions hold (at most "
                     f"{self.population // spacing}): rerun {need * spacing * spec.unit:,} or more instructions with "
-                    f"--sample smarts:{spec.unit},{spec.warmup},{need}")
-        return f"{said}: rerun with --sample smarts:{spec.unit},{spec.warmup},{need}"
+                    f"--sample smarts:{spec.unit},{spec.warmup},{need}{cut}")
+        return f"{said}: rerun with --sample smarts:{spec.unit},{spec.warmup},{need}{cut}"
 
     def to_dict(self) -> dict:
         return {"method": "smarts", "unit": self.spec.unit, "warmup": self.spec.warmup, "units": self.n,
