@@ -39,9 +39,8 @@ UNIT_PREFERENCE = {
 }
 
 NO_RECORDS = np.zeros((0, TM.NREC), dtype=np.int64)     # records off: the kernel writes nothing
-NEVER = -(1 << 62)                                        # the retirement cycle of a never-written register
 CoreState = namedtuple("CoreState", ["S", "rob_ring", "lq_ring", "sq_ring", "fq_ring", "reg_ready", "reg_partial",
-                                     "reg_wseq", "reg_retired", "reg_port", "ring_tag", "ring_cnt", "rs_bits", "ufree",
+                                     "reg_wseq", "reg_port_from", "ring_tag", "ring_cnt", "rs_bits", "ufree",
                                      "mshr", "opcount"])
 
 
@@ -107,18 +106,17 @@ def new_state(cfg: np.ndarray) -> CoreState:
     # the per-register arrays are rows of one allocation, at fixed distances (with a per-register port array
     # beside them as separate arrays the kernel's speed varied by up to 30 % between processes; whether 4K
     # aliasing was the cause is not settled: one arena for every small array varied as much)
-    regs = np.zeros((5, TM.NREG), np.int64)
-    reg_ready, reg_partial, reg_wseq, reg_retired, reg_port = regs
+    regs = np.zeros((4, TM.NREG), np.int64)
+    reg_ready, reg_partial, reg_wseq, reg_port_from = regs
     reg_partial[:] = -1
     reg_wseq[:] = -1
-    reg_retired[:] = NEVER                   # never written: retired long ago
-    reg_port[:] = -1                         # never read through a read port
+    reg_port_from[:] = 0                     # never written, never read: a read from the first cycle on
+    reg_port_from[0] = TM.PORT_NEVER         # slot 0, no register
     return CoreState(
         S=TM.initial_scalars(),
         rob_ring=np.zeros(cfg[TM.K_ROB], np.int64), lq_ring=np.zeros(cfg[TM.K_LQ] + 1, np.int64),
         sq_ring=np.zeros(cfg[TM.K_SQ], np.int64), fq_ring=np.zeros(cfg[TM.K_FQ], np.int64),
-        reg_ready=reg_ready, reg_partial=reg_partial, reg_wseq=reg_wseq, reg_retired=reg_retired,
-        reg_port=reg_port,
+        reg_ready=reg_ready, reg_partial=reg_partial, reg_wseq=reg_wseq, reg_port_from=reg_port_from,
         ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int16),
         rs_bits=np.zeros(TM.RS_WORDS, np.uint64), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
         mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64), opcount=np.zeros(len(OP_NAMES), np.int64))

@@ -166,7 +166,8 @@ RF_LEADER = 128        # first instruction of its issue group (every instruction
  S_PORT_CYCLE, S_PORT_USED) = range(28)
 NSTATE = 28
 # S_PORT_CYCLE: the latest cycle with a register read through a read port, S_PORT_USED: the reads in it (the
-# registers read in a cycle are those whose reg_port stamp is that cycle)
+# registers read in a cycle are those whose reg_port_from is the cycle after)
+PORT_NEVER = 1 << 62           # reg_port_from of slot 0 ("no register"): never read through a port
 
 
 def initial_scalars() -> np.ndarray:
@@ -187,16 +188,24 @@ def initial_scalars() -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _port_needs(reg_retired, reg_port, r1, r2, ra, u1, u2, ua, d):
-    """Which of the sources (slots > 0; a register named twice counts once) need a read port at cycle
-    ``d``: their last writer has retired by then (``reg_retired``: its retirement cycle; never written:
-    long ago), and they have not been read through a port in cycle ``d`` already (``reg_port``: the
-    cycle of a register's latest port read; dispatch cycles never decrease, so a stamp equal to ``d`` is
-    a read in cycle ``d``)."""
-    n1 = r1 > 0 and reg_port[u1] != d and reg_retired[u1] <= d
-    n2 = r2 > 0 and r2 != r1 and reg_port[u2] != d and reg_retired[u2] <= d
-    n3 = ra > 0 and ra != r1 and ra != r2 and reg_port[ua] != d and reg_retired[ua] <= d
-    return n1, n2, n3
+def _port_read(reg_port_from, u, d):
+    """1 if register slot ``u`` is read through a read port at cycle ``d``, which marks it read, else 0.
+    ``reg_port_from``: the first cycle from which a dispatch reads the register through a port -- the later
+    of its last writer's retirement (a source not yet retired comes from the ROB or the bypass) and the
+    cycle after its latest port read (a register read again in its cycle is free; dispatch cycles never
+    decrease, so one word holds both); slot 0, "no register": never."""
+    if reg_port_from[u] <= d:
+        reg_port_from[u] = d + 1
+        return 1
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _port_reads(reg_port_from, u1, u2, ua, d):
+    """The sources' reads through a read port at cycle ``d``, marked read (:func:`_port_read`): a register
+    named twice is read once, since the first read marks it.  The marks of reads an instruction then makes
+    a cycle later instead (its reads do not fit in ``d``) are harmless: ``d + 1`` reads them anyway."""
+    return _port_read(reg_port_from, u1, d) + _port_read(reg_port_from, u2, d) + _port_read(reg_port_from, ua, d)
 
 
 # ============================================================================ helpers
@@ -330,8 +339,8 @@ def _tlb_cost(mv, t1_lat, walk_ovh):
 
 # ============================================================================ the kernel
 @njit(cache=True, nogil=True)
-def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq, reg_retired,
-             reg_port, ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
+def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_partial, reg_wseq, reg_port_from,
+             ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount, bht, btb, ras, bp, CT, CS,
              mem, pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a, maddr_a, msize_a, taken_a, target_a, flags_a,
              start, stop, until_cycle, rec, tage=False):
     """Simulate instructions [start, stop) of a block; returns how many were consumed (fewer than
@@ -344,7 +353,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         raw.i64(lq_ring), raw.i64(sq_ring)
     fq_ring, reg_ready, reg_partial, reg_wseq = raw.i64(fq_ring), raw.i64(reg_ready), raw.i64(reg_partial), \
         raw.i64(reg_wseq)
-    reg_retired, reg_port = raw.i64(reg_retired), raw.i64(reg_port)
+    reg_port_from = raw.i64(reg_port_from)
     ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount = raw.i64(ring_tag), raw.i16(ring_cnt), raw.u64(rs_bits), \
         raw.i64(ufree), raw.i64(mshr), raw.i64(opcount)
     bht, btb, ras, bp, CT, CS = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp), raw.i64(CT), raw.i64(CS)
@@ -556,9 +565,9 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 CT[V.CT_RAT_EVENTS] += 1
         if RPORTS > 0:
             # the retired sources not yet read through a port in cycle d
-            n1, n2, n3 = _port_needs(reg_retired, reg_port, r1, r2, ra, u1, u2, ua, d)
-            if n1 or n2 or n3:
-                if port_cycle == d and port_used + np.int64(n1) + np.int64(n2) + np.int64(n3) > RPORTS:
+            reads = _port_reads(reg_port_from, u1, u2, ua, d)
+            if reads > 0:
+                if port_cycle == d and port_used + reads > RPORTS:
                     # the reads do not fit beside this cycle's: rename the cycle after, reading them all
                     d += 1
                     if d > b_rat:
@@ -566,19 +575,11 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                     dcause = V.CS_RAT
                     CT[V.CT_RAT_EVENTS] += 1
                     CT[V.CT_PORT_EVENTS] += 1
-                    n1, n2, n3 = _port_needs(reg_retired, reg_port, r1, r2, ra, u1, u2, ua, d)
+                    reads = _port_reads(reg_port_from, u1, u2, ua, d)
                 if port_cycle != d:
                     port_cycle = d
                     port_used = 0
-                if n1:
-                    reg_port[u1] = d
-                    port_used += 1
-                if n2:
-                    reg_port[u2] = d
-                    port_used += 1
-                if n3:
-                    reg_port[ua] = d
-                    port_used += 1
+                port_used += reads
         # dispatch-side stall accounting: front-end starvation first, then resources in priority order
         if fr > slot:
             hi = fr if fr < d else d
@@ -855,7 +856,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         if dst > 0:
             reg_ready[udst] = c
             reg_wseq[udst] = seq
-            reg_retired[udst] = r
+            reg_port_from[udst] = r           # (after any port read of this instruction's: r > d + 1)
         if rat_on:
             # partial_max: the latest retirement of any pending partial write (no RAT check needed
             # while the candidate dispatch cycle is past it)

@@ -166,11 +166,12 @@ def shift_time(state, CT: np.ndarray, delta: int) -> None:
     for k in (TM.S_LAST_F, TM.S_REDIRECT, TM.S_LAST_D, TM.S_LAST_E, TM.S_LAST_R, TM.S_LAST_W, TM.S_SERIAL_UNTIL,
               TM.S_RS_CUR, TM.S_MSHR_MAX, TM.S_PARTIAL_MAX, TM.S_PORT_CYCLE):
         S[k] += delta
-    for ring in (state.rob_ring, state.lq_ring, state.sq_ring, state.fq_ring, state.reg_ready, state.reg_retired,
+    # (reg_port_from: every word; slot 0's stays out of reach, and a register never written nor read, whose
+    # word was 0, reads through a port from the first cycle after the shift as before it)
+    for ring in (state.rob_ring, state.lq_ring, state.sq_ring, state.fq_ring, state.reg_ready, state.reg_port_from,
                  state.ufree):
         ring += delta
     state.reg_partial[state.reg_partial >= 0] += delta       # -1: no pending partial write
-    state.reg_port[state.reg_port >= 0] += delta             # -1: never read through a port
     state.mshr[:, 0] += delta                                 # busy until (line and level stay)
     _shift_ring(state.ring_tag, state.ring_cnt, state.rs_bits, delta, min(S[TM.S_RS_CUR], S[TM.S_LAST_D]) - delta)
     CT[V.CT_CYCLES] += delta
