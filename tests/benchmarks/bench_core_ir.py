@@ -19,8 +19,11 @@ stream less the same process without that run (Python's own count varies by mill
 so only JIT code is counted), against its anchor: the build before unsigned indices (bb3b387) for the
 core's streams, 6f5bf1a for mcf (the build before the RS cursor's skip over cycles without releases and
 the victim search among the tags), eba9626 for mcf-timed, 3cef668 (TAGE's commit) for the gobmk
-streams.  It is a count, not a time: a host instruction that misses the host's caches costs more than
-one that does not.
+streams.  Each stream runs with the settings its anchor was counted with (on the Xeons, whose files have
+run TAGE and issue 15's memory timing by default since 12bce02, those are pinned with ``--set``-style
+overrides); ``mcf-shipped`` and ``gobmk-shipped`` run the platform file as it is, TAGE's build of the
+kernel and the memory timing included (no anchor).  It is a count, not a time: a host instruction that
+misses the host's caches costs more than one that does not.
 
 ``--lines N`` says where the count goes: the kernels are compiled afresh with numba's debug information
 (into a temporary cache; a minute or two), the object code of the timing kernel's library (the kernel and
@@ -56,27 +59,50 @@ from collections import Counter
 from pathlib import Path
 
 CPU = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "+avx2"}
-STREAMS = ("chain", "program", "mcf", "mcf-timed", "gobmk", "gobmk-tage")
+STREAMS = ("chain", "program", "mcf", "mcf-timed", "gobmk", "gobmk-tage", "mcf-shipped", "gobmk-shipped")
 # the streams Machine.run simulates, and their workload
-WORKLOADS = {"mcf": "429.mcf", "mcf-timed": "429.mcf", "gobmk": "445.gobmk", "gobmk-tage": "445.gobmk"}
+WORKLOADS = {"mcf": "429.mcf", "mcf-timed": "429.mcf", "gobmk": "445.gobmk", "gobmk-tage": "445.gobmk",
+             "mcf-shipped": "429.mcf", "gobmk-shipped": "445.gobmk"}
 # Nehalem, 200,000 instructions: simulate() itself, all the JIT code of the run; bb3b387 (2026-11-28) for
 # the core's streams, 6f5bf1a (2026-11-29) for mcf, eba9626 (2026-11-29) for mcf-timed, 3cef668 (2026-11-29)
 # for gobmk and gobmk-tage
 ANCHOR = {"chain": (669.4, 670.9), "program": (781.5, 1048.1), "mcf": (836.5, 1485.2), "mcf-timed": (727.5, 1453.8),
           "gobmk": (617.1, 813.4), "gobmk-tage": (699.5, 904.5)}
+# Each stream keeps the settings its anchor was counted with.  Since 12bce02 the Xeon files run TAGE, timed
+# prefetch arrival, the memory channel's queue and the L2 streamer with 16 engines by default; on those platforms
+# the streams pin the settings from before (gshare, instant arrival, no queueing, the L2's adjacent-line
+# prefetcher alone), and each stream named for a mechanism turns that one on.  The ``-shipped`` streams run the
+# platform file as it is (no anchor).
+FLIPPED = ("harpertown", "nehalem", "westmere")
+BEFORE_FLIP = ("memory.prefetch_arrival=instant", "memory.queueing=none", "caches.L2.prefetchers=['adjacent_line']",
+               "caches.L2.prefetch_engines=0")
 # mcf-timed: 429.mcf with memory traffic timed (issue 15), as the README's measurements of that cost have it:
 # timed prefetch arrival, the memory channel's queue, and the L2 streamer with 16 prefetch engines
-OVERRIDES = {"mcf-timed": ("memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
-                           "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16"),
-             "gobmk-tage": ("branch_predictor.kind=tage",)}
+TIMED = ("memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
+         "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16")
+PREDICTOR = {"gobmk-tage": "tage", "mcf-shipped": None, "gobmk-shipped": None}
+
+
+def overrides(stream: str, platform_name: str) -> tuple[str, ...]:
+    """The ``--set`` overrides a stream runs with on ``platform_name`` (module docstring)."""
+    if stream.endswith("-shipped"):
+        return ()
+    memory = (TIMED if stream == "mcf-timed" else BEFORE_FLIP) if platform_name in FLIPPED else ()
+    return (f"branch_predictor.kind={PREDICTOR.get(stream, 'gshare')}",) + memory
+
+
 SPAN = 0x8000          # bytes of machine code counted from simulate()'s entry (the function is ~20 KB)
 KEEP_OBJECT = "WHATIF_BENCH_KEEP_OBJECT"      # tells the warm-up child to write the object code it compiled
 
 
-def object_name(stream: str) -> str:
+def object_name(stream: str, platform_name: str) -> str:
     """The file of the object code a stream runs: TAGE's build of the kernel is its own (``tage`` is an
     argument the other predictors leave out, so numba compiles the kernel twice)."""
-    return "simulate-tage.o" if "branch_predictor.kind=tage" in OVERRIDES.get(stream, ()) else "simulate.o"
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from whatif.simulator.platform import load_platform
+
+    tage = load_platform(platform_name, overrides(stream, platform_name)).branch_predictor.kind == "tage"
+    return "simulate-tage.o" if tage else "simulate.o"
 
 
 def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) -> None:
@@ -86,7 +112,7 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
     from whatif.simulator.memory.hierarchy import MemoryHierarchy
     from whatif.simulator.platform import load_platform
 
-    p = load_platform(platform_name, OVERRIDES.get(stream, ()))
+    p = load_platform(platform_name, overrides(stream, platform_name))
     if stream in WORKLOADS:
         from whatif.simulator.machine import Machine
         from whatif.simulator.workload import load_workload
@@ -99,7 +125,7 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
         Core(p).run(MB.random_program(2000, 0))                   # compile or load, outside the count
     cres = TM.simulate.overloads[TM.simulate.signatures[0]]
     Path(addr_file).write_text(str(cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)))
-    obj = Path(addr_file).with_name(object_name(stream))
+    obj = Path(addr_file).with_name(object_name(stream, platform_name))
     if os.environ.get(KEEP_OBJECT) == "1" and not obj.exists():
         obj.write_bytes(cres.library._get_compiled_object())     # compiled in this process (a fresh cache)
     if stream in WORKLOADS:
@@ -255,10 +281,11 @@ def main() -> None:
             offsets = Counter({a - entry1: v for a, v in per1.items()})
             offsets.subtract({a - entry0: v for a, v in per0.items()})
             own = sum(v for off, v in offsets.items() if 0 <= off < SPAN)
-            anchor = ANCHOR[stream] if args.platform == "nehalem" and n == 200_000 else (float("nan"),) * 2
+            anchor = ANCHOR.get(stream, (float("nan"),) * 2) if args.platform == "nehalem" and n == 200_000 else \
+                (float("nan"),) * 2
             print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
             if args.lines or args.functions:
-                lines, functions = where(work / object_name(stream), offsets, args.lines or args.functions)
+                lines, functions = where(work / object_name(stream, args.platform), offsets, args.lines or args.functions)
                 tables = (("source line", lines), ("compiled function", functions)) if args.lines else \
                     (("compiled function", functions),)
                 for what, rows in tables:
