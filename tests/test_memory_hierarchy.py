@@ -672,6 +672,18 @@ def test_streamer_runs_no_further_ahead_than_its_distance():
         assert fast["levels"]["L2"]["prefetches_issued"] == issued
 
 
+def test_streamer_replaces_its_least_recently_used_region():
+    # two entries: regions A and B each take two steps, then A a third, which confirms its stream (two
+    # prefetches) and makes B the least recently used; C's first request takes B's entry, so B's third step
+    # finds none and starts afresh (taking A's): no more prefetches.  (Replacing A for C would let B's third
+    # step confirm B's stream: two more.)
+    platform = load_platform("nehalem", STREAMER + ["caches.L2.streamer_streams=2"])
+    a, b, c = 0x4000000, 0x4000000 + 4096, 0x4000000 + 2 * 4096
+    fast, ref = both(platform, loads(np.array([a, a + 64, b, b + 64, a + 128, c, b + 128], dtype=np.uint64)))
+    assert_same(fast, ref)
+    assert fast["levels"]["L2"]["prefetches_issued"] == 2
+
+
 def test_timed_prefetch_below_the_l1s_is_ready_after_the_memory_latency():
     # the streamer prefetches lines 3 and 4 at cycle 0 (the third request); line 3 arrives in the L2 at cycle
     # memory latency - L2 latency: a demand at cycle t waits for the rest (its L2 hit then completes when the

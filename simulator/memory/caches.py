@@ -16,8 +16,9 @@ from whatif.simulator.memory.state import (
     C_WRITE_BACK, CN_ACC, CN_BACK_INVAL, CN_CLOCK, CN_EVICTIONS, CN_MISS, CN_PF_DROPPED, CN_PF_ISSUED, CN_PF_USEFUL,
     CN_SECTOR_MISS, CN_WRITEBACKS, EMPTY, F_LINE, F_LVL, F_MASK, F_SET, F_SLOT0, CH_BUCKET_BITS, CH_BUCKETS, CH_FRAC,
     F_WAY, FRAMEROW, G_CH_BYTES, G_CH_DELAY, G_CH_RING, G_CH_RUN_HI, G_CH_RUN_LO, G_CH_UNITS, G_L1D, G_MEM_LAT,
-    G_NLEVELS, G_PAGE_BITS, G_PF_TIMED, G_READY0, G_ST_CLOCK, G_ST_N, G_ST_REC0, I64, C_ST0, C_ST_DIST, C_ST_N,
-    CN_PF_LATE, PF_STREAMER, ST_DIR, ST_KEY, ST_LAST, ST_NEXT, ST_PAGE_BITS, ST_RECORDS, ST_STAMP, SRC_WALK,
+    G_NLEVELS, G_PAGE_BITS, G_PF_TIMED, G_READY0, G_ST_N, G_ST_REC0, I64, C_ST0, C_ST_DIST, C_ST_N,
+    CN_PF_LATE, PF_STREAMER, ST_DIR, ST_KEY, ST_LAST, ST_LRU, ST_MRU, ST_NEWER, ST_NEXT, ST_OLDER, ST_PAGE_BITS,
+    ST_RECORDS, ST_WORDS, SRC_WALK,
     IP_STRIDE_MAX_BYTES, IPT_SIZE, LOW32, M_PS, M_VD, MAX_LEVELS, MEM_WRITES, MEMROW, MW, N0, NCOL, P0,
     PF_ADJACENT_LINE, PF_ADJACENT_SECTOR, PF_MISS_TRIGGERED, PF_NEXT_LINE, PF_RECORDS, PF_TAGGED, PF_WAIT_MAX,
     PF_WITHIN_SHIFT, S_FILL_SLOT, S_MISSED, S_MISSED_LINE, S_NMISSED, S_PF_N, S_PF_REC0, SCR, SCR_NOW, SRC_PREFETCH,
@@ -739,13 +740,22 @@ def train_ip_stride(s, lvl, pc, addr):
 @njit(cache=True, inline="always")
 def _first_of(s, i0, n, v):
     """The first of the ``n`` words from ``i0`` that equals ``v``, or -1 (compared 4 at a time, 64 words a
-    step).  It may read up to 3 words past them, as :func:`_find` does: the streamer columns it searches, keys
-    and stamps, are followed by others."""
+    step).  It may read up to 3 words past them, as :func:`_find` does: the column it searches, the streamer's
+    keys, is followed by others."""
     for b in range(0, n, 64):
         w = _find(s, i0 + b, min(n - b, 64), v)
         if w >= 0:
             return b + w
     return -1
+
+
+@njit(cache=True, inline="always")
+def _streamer_to_mru(s, t0, n, ends, k):
+    """Put streamer entry ``k`` (out of the recency list) at its most recently used end."""
+    mru = _ld(s, ends + ST_MRU)
+    _st(s, t0 + ST_NEWER * n + mru, k)
+    _st(s, t0 + ST_OLDER * n + k, mru)
+    _st(s, ends + ST_MRU, k)
 
 
 @njit(cache=True)
@@ -762,24 +772,29 @@ def train_streamer(s, lvl, line):
     within = I64(line) % per
     n = _cfg(s, c + C_ST_N)
     t0 = _cfg(s, c + C_ST0)
-    stamps = t0 + ST_STAMP * n
-    clock = _ld(s, G_ST_CLOCK) + 1
-    _st(s, G_ST_CLOCK, clock)
+    ends = t0 + ST_WORDS * n
     k = _first_of(s, t0 + ST_KEY * n, n, key)
     if k < 0:
-        # a new region takes the least recently used entry, the first of equal stamps (an empty one first:
-        # stamps start at 1)
-        oldest = _ld(s, stamps)
-        for j in range(n):                         # (from 0: whole vectors of 4 for a table of 4k entries)
-            oldest = min(oldest, _ld(s, stamps + j))
-        k = _first_of(s, stamps, n, oldest)
+        # a new region takes the least recently used entry (an empty one first, the lowest: the list starts
+        # in index order and an empty entry is never used)
+        k = _ld(s, ends + ST_LRU)
+        _st(s, ends + ST_LRU, _ld(s, t0 + ST_NEWER * n + k))
+        _streamer_to_mru(s, t0, n, ends, k)
         _st(s, t0 + ST_KEY * n + k, key)
-        _st(s, stamps + k, clock)
         _st(s, t0 + ST_LAST * n + k, within)
         _st(s, t0 + ST_DIR * n + k, 0)
         _st(s, t0 + ST_NEXT * n + k, 0)
         return
-    _st(s, stamps + k, clock)
+    if k != _ld(s, ends + ST_MRU):
+        # out of the list (the LRU end moves on, or the neighbours join), in again at the MRU end
+        newer = _ld(s, t0 + ST_NEWER * n + k)
+        if k == _ld(s, ends + ST_LRU):
+            _st(s, ends + ST_LRU, newer)
+        else:
+            older = _ld(s, t0 + ST_OLDER * n + k)
+            _st(s, t0 + ST_NEWER * n + older, newer)
+            _st(s, t0 + ST_OLDER * n + newer, older)
+        _streamer_to_mru(s, t0, n, ends, k)
     last = t0 + ST_LAST * n + k
     step = within - _ld(s, last)
     if step == 0:

@@ -108,7 +108,7 @@ class MemoryHierarchy:
             return at
 
         empty: list[tuple[int, int]] = []         # tag regions, filled with EMPTY below
-        tables: list[tuple[int, list[int]]] = []  # PLRU touch tables
+        tables: list[tuple[int, list[int]]] = []  # PLRU touch tables, streamers' recency lists
         tops = {p.top_cache("instruction"), p.top_cache("data")}
         for i, name in enumerate(names):
             c = p.caches[name]
@@ -142,8 +142,17 @@ class MemoryHierarchy:
                 C[i, L.C_PF_BUSY0] = region(c.prefetch_engines)     # busy-until times, 0: free from the start
                 self._time_words.append((int(C[i, L.C_PF_BUSY0]), c.prefetch_engines))
             if "streamer" in c.prefetchers:
-                C[i, L.C_ST0] = region(c.streamer_streams * L.ST_WORDS)
-                C[i, L.C_ST_N] = c.streamer_streams
+                ns = c.streamer_streams
+                C[i, L.C_ST0] = region(ns * L.ST_WORDS + L.ST_ENDS)
+                # the recency list in index order, entry 0 least recently used (an end's outer link: unused)
+                links = [0] * (ns * L.ST_WORDS + L.ST_ENDS)
+                for k in range(ns):
+                    links[L.ST_OLDER * ns + k] = max(k - 1, 0)
+                    links[L.ST_NEWER * ns + k] = min(k + 1, ns - 1)
+                links[L.ST_WORDS * ns + L.ST_LRU] = 0
+                links[L.ST_WORDS * ns + L.ST_MRU] = ns - 1
+                tables.append((C[i, L.C_ST0], links))
+                C[i, L.C_ST_N] = ns
                 C[i, L.C_ST_DIST] = c.streamer_distance
             if p.memory.prefetch_arrival == "latency" and name not in tops:
                 # when each line of a level below the L1s is ready: a prefetch is still bringing it in until then

@@ -28,7 +28,8 @@ then, per cache level and TLB, at the absolute offsets held in its C row:
 * per TLB entry a 64-bit stamp (TLBs keep no sector state);
 * per prefetch engine (levels with ``C_PF_ENGINES`` > 0) the time until which it is busy;
 * per streamer (levels with the ``streamer`` prefetcher) ``C_ST_N`` entries of ``ST_WORDS`` words, stored
-  by column (``ST_KEY``...: every entry's key, then every entry's stamp, ...);
+  by column (``ST_KEY``...: every entry's key, then every entry's link to the next older, ...), then the two
+  ends of the entries' recency list (a doubly linked list: the victim is its LRU end, found without a scan);
 * with timed prefetch arrival, per slot of each level below the L1s the cycle its line is ready
   (offset ``S[G_READY0 + level]``);
 * tree-PLRU bits (one word per set) and the PLRU touch table (per way: the AND mask and the OR mask
@@ -137,7 +138,7 @@ F_LVL, F_WAY, F_SET, F_SLOT0, F_MASK, F_LINE = range(6)
 (G_L1I, G_L1D, G_ITLB0, G_ITLB1, G_DTLB0, G_DTLB1, G_PAGE_BITS, G_WALK_KIND, G_WALK_LEVELS, G_WALK_BITS,
  G_WALK_LEVEL, G_WALK_CACHED, G_WALK_POLLUTE, G_HTAB_PTEGS, G_MAPPING, G_SALT, G_NLEVELS, G_PTE_BYTES,
  G_MEM_LAT, G_RNG, G_IP_STRIDE, G_IPAGE_BITS, G_IWALK_LEVELS, G_NTLBS, G_SIZE, G_CH_UNITS, G_CH_RING,
- G_CH_DELAY, G_CH_BYTES, G_PF_TIMED, G_ST_N, G_ST_CLOCK) = range(32)
+ G_CH_DELAY, G_CH_BYTES, G_PF_TIMED, G_ST_N, _G_SPARE) = range(32)
 G_ST_REC0 = 32                    # 32..39: lookups noted for the streamers during the last access (line << 4 | level)
 ST_RECORDS = 8
 G_READY0 = 40                     # 40..47: per cache level, the offset of its lines' ready times (0: none)
@@ -153,10 +154,14 @@ CH_FRAC = 16
 
 # prefetcher bits of the C_PF_KIND column (bit = 1 << (registry id - 1); several may be stacked)
 PF_NEXT_LINE, PF_ADJACENT_SECTOR, PF_ADJACENT_LINE, PF_IP_STRIDE, PF_TAGGED, PF_STREAMER = 1, 2, 4, 8, 16, 32
-ST_WORDS = 5                      # words per streamer table entry, kept as five columns of C_ST_N words each (a
-ST_KEY, ST_STAMP, ST_LAST, ST_DIR, ST_NEXT = range(5)   # column's offset is its number x C_ST_N): page + 1 (0:
-#                                   empty), LRU stamp, last line, direction, next line to prefetch; keys and stamps
-#                                   contiguous, so that the lookup and the victim choice compare them 4 at a time
+ST_WORDS = 6                      # words per streamer table entry, kept as six columns of C_ST_N words each (a
+ST_KEY, ST_OLDER, ST_NEWER, ST_LAST, ST_DIR, ST_NEXT = range(6)   # column's offset is its number x C_ST_N):
+#                                   page + 1 (0: empty); the next entry towards the least and the most recently
+#                                   used; last line, direction, next line to prefetch.  Keys contiguous, so that
+#                                   the lookup compares them 4 at a time
+ST_LRU, ST_MRU = 0, 1             # after the columns: the least and the most recently used entry (the recency
+#                                   list starts in index order, empty entries being taken lowest first)
+ST_ENDS = 2
 ST_PAGE_BITS = 12                 # streams live in 4 KB regions whatever the page size
 PF_MISS_TRIGGERED = PF_NEXT_LINE | PF_ADJACENT_SECTOR | PF_ADJACENT_LINE | PF_TAGGED
 
