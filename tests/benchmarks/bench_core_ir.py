@@ -21,7 +21,7 @@ core's streams, 6f5bf1a for mcf (the build before the RS cursor's skip over cycl
 the victim search among the tags), eba9626 for mcf-timed, 3cef668 (TAGE's commit) for the gobmk
 streams.  Each stream runs with the settings its anchor was counted with (on the Xeons, whose files have
 run TAGE and issue 15's memory timing by default since 12bce02, those are pinned with ``--set``-style
-overrides); ``mcf-shipped`` and ``gobmk-shipped`` run the platform file as it is, TAGE's build of the
+overrides); ``mcf-shipped``, ``gobmk-shipped`` and ``Y-shipped`` run the platform file as it is, TAGE's build of the
 kernel and the memory timing included (no anchor).  It is a count, not a time: a host instruction that
 misses the host's caches costs more than one that does not.
 
@@ -59,10 +59,10 @@ from collections import Counter
 from pathlib import Path
 
 CPU = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "+avx2"}
-STREAMS = ("chain", "program", "mcf", "mcf-timed", "gobmk", "gobmk-tage", "mcf-shipped", "gobmk-shipped")
+STREAMS = ("chain", "program", "mcf", "mcf-timed", "gobmk", "gobmk-tage", "mcf-shipped", "gobmk-shipped", "Y-shipped")
 # the streams Machine.run simulates, and their workload
 WORKLOADS = {"mcf": "429.mcf", "mcf-timed": "429.mcf", "gobmk": "445.gobmk", "gobmk-tage": "445.gobmk",
-             "mcf-shipped": "429.mcf", "gobmk-shipped": "445.gobmk"}
+             "mcf-shipped": "429.mcf", "gobmk-shipped": "445.gobmk", "Y-shipped": "yahoo_y/Y"}
 # Nehalem, 200,000 instructions: simulate() itself, all the JIT code of the run; bb3b387 (2026-11-28) for
 # the core's streams, 6f5bf1a (2026-11-29) for mcf, eba9626 (2026-11-29) for mcf-timed, 3cef668 (2026-11-29)
 # for gobmk and gobmk-tage
@@ -80,7 +80,7 @@ BEFORE_FLIP = ("memory.prefetch_arrival=instant", "memory.queueing=none", "cache
 # timed prefetch arrival, the memory channel's queue, and the L2 streamer with 16 prefetch engines
 TIMED = ("memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
          "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16")
-PREDICTOR = {"gobmk-tage": "tage", "mcf-shipped": None, "gobmk-shipped": None}
+PREDICTOR = {"gobmk-tage": "tage", "mcf-shipped": None, "gobmk-shipped": None, "Y-shipped": None}
 
 
 def overrides(stream: str, platform_name: str) -> tuple[str, ...]:
