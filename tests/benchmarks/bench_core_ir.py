@@ -80,7 +80,7 @@ BEFORE_FLIP = ("memory.prefetch_arrival=instant", "memory.queueing=none", "cache
 # timed prefetch arrival, the memory channel's queue, and the L2 streamer with 16 prefetch engines
 TIMED = ("memory.prefetch_arrival=latency", "memory.queueing=bandwidth",
          "caches.L2.prefetchers=['adjacent_line','streamer']", "caches.L2.prefetch_engines=16")
-PREDICTOR = {"gobmk-tage": "tage", "mcf-shipped": None, "gobmk-shipped": None, "Y-shipped": None}
+PREDICTOR = {"gobmk-tage": "tage"}            # every other stream but the -shipped ones: gshare
 
 
 def overrides(stream: str, platform_name: str) -> tuple[str, ...]:
@@ -281,11 +281,12 @@ def main() -> None:
             offsets = Counter({a - entry1: v for a, v in per1.items()})
             offsets.subtract({a - entry0: v for a, v in per0.items()})
             own = sum(v for off, v in offsets.items() if 0 <= off < SPAN)
-            anchor = ANCHOR.get(stream, (float("nan"),) * 2) if args.platform == "nehalem" and n == 200_000 else \
-                (float("nan"),) * 2
+            anchored = args.platform == "nehalem" and n == 200_000
+            anchor = ANCHOR[stream] if anchored and stream in ANCHOR else (float("nan"),) * 2
             print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
             if args.lines or args.functions:
-                lines, functions = where(work / object_name(stream, args.platform), offsets, args.lines or args.functions)
+                obj = work / object_name(stream, args.platform)
+                lines, functions = where(obj, offsets, args.lines or args.functions)
                 tables = (("source line", lines), ("compiled function", functions)) if args.lines else \
                     (("compiled function", functions),)
                 for what, rows in tables:
