@@ -237,13 +237,17 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                                                         help="SD,SP,SI: sampling delay, period, interval in the "
                                                              "seed's seconds (seed 002 used 10,5,3)"),
                  sample: Optional[str] = typer.Option(None, "--sample",
-                                                      help="smarts or smarts:U,W,N[,S]: SMARTS sampled simulation, N "
-                                                           "units of U instructions timed in detail after W of "
-                                                           "detailed warm-up, caches and predictors functionally "
-                                                           "warmed in between (default 1000,2000 and N by the run's "
-                                                           "length); CPI and event rates with 99.7 % confidence "
-                                                           "intervals; S segments (default 1), each after its own "
-                                                           "fast-forward and warming, for --workers"),
+                                                      help="smarts or smarts:U,W,N[,S[,B]]: SMARTS sampled "
+                                                           "simulation, N units of U instructions timed in detail "
+                                                           "after W of detailed warm-up, caches and predictors "
+                                                           "functionally warmed in between (default 1000,2000 and N "
+                                                           "by the run's length); CPI and event rates with 99.7 % "
+                                                           "confidence intervals; S segments (default 1), each after "
+                                                           "its own fast-forward and warming, for --workers; B: "
+                                                           "bounded warming, at most B instructions functionally "
+                                                           "warmed before each unit, the rest of each gap through "
+                                                           "the caches below the L1s and the TLBs only (faster, "
+                                                           "approximate: see the README)"),
                  time_scale: float = typer.Option(1e-4, "--time-scale",
                                                   help="simulated seconds per second of the real run: scales --sampling "
                                                        "(10 s -> 1 ms) and spreads the timer's work"),

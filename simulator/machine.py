@@ -201,6 +201,32 @@ class Machine:
             self.host_seconds += time.perf_counter() - t0
         return self
 
+    def warm_caches(self, instructions: int, cpi: float = 1.0) -> "Machine":
+        """Cache warming, bounded SMARTS's cheap warming (:mod:`simulator.smarts`): the next ``instructions``
+        program instructions go through the levels below the L1s, the TLBs and the page walks only
+        (:meth:`Core.warm_caches`), which is what the last-level cache, whose lines are reused at distances far
+        longer than any detailed warm-up, needs; predictors and L1s stay as they were.  The clock moves on
+        ``cpi`` cycles an instruction, paced by the memory channel as :meth:`warm_functionally`'s, and the
+        timer's work due meanwhile is dropped, as :meth:`fast_forward` drops it."""
+        limit = self._untimed_limit(instructions, cpi, "cache warming")
+        t0 = time.perf_counter()
+        clock = float(self.core.cycles)
+        try:
+            while self.program_retired < limit:
+                if self.pos >= len(self.block):
+                    self._refill()
+                n = min(len(self.block) - self.pos, limit - self.program_retired)
+                stood = self.core.warming_stall_cycles
+                self.core.warm_caches(self.block, self.pos, self.pos + n, now=int(clock), cpi=cpi, pace=True)
+                clock += n * cpi + self.core.warming_stall_cycles - stood
+                self._consumed(n)
+        finally:
+            self.core.shift_time(int(clock) - self.core.cycles)
+            if self.timer is not None:
+                self.timer.skip_to(self.core.cycles)
+            self.host_seconds += time.perf_counter() - t0
+        return self
+
     def fast_forward(self, instructions: int, cpi: float = 1.0) -> "Machine":
         """Consume the next ``instructions`` program instructions unseen: the program's control flow and
         data-dependent state move on (they are synthesised), but no cache, TLB, predictor or pipeline sees

@@ -32,6 +32,16 @@ later one runs on a fresh machine of the same run, which fast-forwards (:meth:`M
 predictors from there: what that costs in accuracy is whatever the overlap is too short to bring back
 (lines reused at longer distances miss in the cold LLC), which ``whatif validate`` and the README measure.
 
+Bounded warming (``smarts:U,W,N,S,B``): of each gap only the last ``B`` instructions before a unit's warm-up
+are functionally warmed; the rest are *cache-warmed* (:meth:`Machine.warm_caches`): their fetch and data
+lines go through the levels below the L1s (with those levels' prefetchers), the TLBs and the page walks,
+behind direct-mapped stand-ins of the L1s and first-level TLBs, with no predictor and no L1.  The last-level
+cache is what needs the whole gap (its lines are reused at distances far longer than any affordable ``B``:
+skipping the gap instead, stale state, leaves 1.5 % of gcc's L3 lines in place); the predictors and the L1s
+recover within ``B``.  It is an approximation -- the L1s' contents, the order in which the lower levels see
+their lines, and the predictors' state at a unit's start differ from a full warming's -- whose cost in
+accuracy the README and ``whatif validate`` measure; ``B = None`` is SMARTS.
+
 Defaults are the paper's for its 8-way out-of-order core: ``U = 1000``, ``W = 2000``, 99.7 % confidence,
 ``epsilon = 3 %``; ``n`` by default ``min(10_000, T // (10 * (U + W)))`` (at most a tenth of the run in
 detail; SMARTS's initial ``n`` is 10 000 for SPEC CPU2000-length runs).
@@ -129,6 +139,7 @@ class SmartsSpec:
     target_error: float = DEFAULT_TARGET_ERROR
     segments: int = 1
     overlap: int = DEFAULT_OVERLAP
+    warming: int | None = None       # B: functionally warmed instructions before each unit (None: the whole gap)
 
     def __post_init__(self):
         if self.unit < 1:
@@ -143,24 +154,29 @@ class SmartsSpec:
             raise SimulatorInputError(f"the target relative error must lie in (0, 1), got {self.target_error}")
         if self.segments < 1:
             raise SimulatorInputError(f"S (segments) must be >= 1, got {self.segments}")
+        if self.warming is not None and self.warming < 0:
+            raise SimulatorInputError(f"B (functionally warmed instructions before each unit) must be >= 0, "
+                                      f"got {self.warming}")
         if self.overlap < 0:
             raise SimulatorInputError(f"the overlap (instructions warmed before a segment) must be >= 0, "
                                       f"got {self.overlap}")
 
     @classmethod
     def parse(cls, text: str, where: str = OPTION) -> "SmartsSpec":
-        """``smarts`` (the defaults), ``smarts:U,W,N`` or ``smarts:U,W,N,S`` (S segments; an empty field keeps
-        its default: ``smarts:1000,2000,`` chooses N for the run's length); errors name ``where`` (the option
-        or key)."""
-        form = ("smarts, smarts:U,W,N or smarts:U,W,N,S (U instructions per unit >= 1, W warm-up instructions "
-                ">= 0, N units >= 2, S segments >= 1)")
+        """``smarts`` (the defaults), ``smarts:U,W,N``, ``smarts:U,W,N,S`` (S segments) or ``smarts:U,W,N,S,B``
+        (bounded warming: B functionally warmed instructions before each unit, the rest of the gap cache-warmed);
+        an empty field keeps its default: ``smarts:1000,2000,`` chooses N for the run's length,
+        ``smarts:1000,2000,,,30000`` bounds the warming alone; errors name ``where`` (the option or key)."""
+        form = ("smarts, smarts:U,W,N, smarts:U,W,N,S or smarts:U,W,N,S,B (U instructions per unit >= 1, W "
+                "warm-up instructions >= 0, N units >= 2, S segments >= 1, B functionally warmed instructions "
+                "before each unit >= 0)")
         method, colon, args = str(text).strip().partition(":")
         if method.strip().lower() != "smarts":
             raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
         if not colon:
             return cls()
         parts = [p.strip() for p in args.split(",")]
-        if len(parts) not in (3, 4):
+        if len(parts) not in (3, 4, 5):
             raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
         values: list[int | None] = []
         for p in parts:
@@ -169,14 +185,14 @@ class SmartsSpec:
             except ValueError:
                 v = math.nan
             if v is not None and not (math.isfinite(v) and v == int(v)):
-                raise SimulatorInputError(f"{where}: U, W, N and S must be whole numbers, got {text!r} "
+                raise SimulatorInputError(f"{where}: U, W, N, S and B must be whole numbers, got {text!r} "
                                           f"(expected {form})")
             values.append(None if v is None else int(v))
-        unit, warmup, units, segments = values + [None] * (4 - len(values))
+        unit, warmup, units, segments, warming = values + [None] * (5 - len(values))
         try:
             return cls(unit=DEFAULT_UNIT if unit is None else unit,
                        warmup=DEFAULT_WARMUP if warmup is None else warmup, units=units,
-                       segments=1 if segments is None else segments)
+                       segments=1 if segments is None else segments, warming=warming)
         except SimulatorInputError as exc:
             raise SimulatorInputError(f"{where}: {exc} (in {text!r})") from None
 
@@ -215,8 +231,9 @@ class SmartsResult:
     detailed_instructions: int            # program instructions timed in detail (warm-ups included)
     warmed_instructions: int              # program instructions functionally warmed
     host_seconds: float                   # wall clock (segments run side by side overlap in it)
-    warming_seconds: float                # of which functional warming (synthesis included), summed over segments
+    warming_seconds: float                # of which warming, functional and cache (synthesis included), summed
     worker_seconds: float = 0.0           # the segments' own host seconds, summed (within host_seconds in one thread)
+    cache_warmed_instructions: int = 0    # program instructions cache-warmed (bounded warming, ``spec.warming``)
     z: float = field(init=False)
 
     def __post_init__(self):
@@ -275,7 +292,8 @@ class SmartsResult:
         cpi, need, spec = self.cpi, self.recommended_units, self.spec
         said = (f"{self.n} units give ± {cpi.relative_error:.1%} at {spec.confidence:.1%} confidence "
                 f"(V = {cpi.cv:.2f}); ± {spec.target_error:.0%} needs n >= (z V / e)^2 = {need}")
-        cut = f",{spec.segments}" if spec.segments > 1 else ""         # (the segments asked for)
+        cut = f",{spec.segments}" if spec.segments > 1 or spec.warming is not None else ""   # (as asked for)
+        cut += f",{spec.warming}" if spec.warming is not None else ""
         spacing = math.ceil((spec.unit + spec.warmup) / spec.unit)      # units per measured unit, at least
         if need * spacing > self.population:
             return (f"{said}, more than {self.instructions:,} instructions hold (at most "
@@ -291,6 +309,7 @@ class SmartsResult:
                 "cpi_stack": {c: v.to_dict() for c, v in self.cpi_stack.items()},
                 "recommended_units": self.recommended_units, "sufficient": self.sufficient, "advice": self.advice(),
                 "detailed_instructions": self.detailed_instructions, "warmed_instructions": self.warmed_instructions,
+                "functional_warming": self.spec.warming, "cache_warmed_instructions": self.cache_warmed_instructions,
                 "covered_instructions": self.covered_instructions, "host_seconds": self.host_seconds,
                 "segments": self.spec.segments, "overlap": self.spec.overlap if self.spec.segments > 1 else 0,
                 "worker_seconds": self.worker_seconds, "warming_seconds": self.warming_seconds,
@@ -309,6 +328,7 @@ class SegmentSample:
     fast_forwarded_instructions: int
     host_seconds: float
     warming_seconds: float
+    cache_warmed_instructions: int = 0
 
 
 def _placement(spec: SmartsSpec, total: int, seed: int) -> tuple[int, int, float, float]:
@@ -358,7 +378,7 @@ def run_segment(machine: Machine, spec: SmartsSpec, seed: int = 0, segment: int 
     causes = list(machine.core.cycle_stack())
     words = np.zeros((m, len(machine.counter_words())), np.int64)     # their raw words' change per unit
     stacks = np.zeros((m, len(causes)))
-    detailed = warmed = 0
+    detailed = warmed = cache_warmed = 0
     warming_seconds = 0.0
     timed_cycles = timed_instructions = 0.0
     done = machine.program_retired - start             # program instructions since ``start``
@@ -368,10 +388,14 @@ def run_segment(machine: Machine, spec: SmartsSpec, seed: int = 0, segment: int 
         lead = max(done, begin - W)
         if lead > done:
             measured = timed_cycles / timed_instructions if timed_instructions else 1.0   # the warming clock's CPI
+            functional = lead - done if spec.warming is None else min(lead - done, spec.warming)
             tw = time.perf_counter()
-            machine.warm_functionally(lead - done, cpi=measured)
+            if functional < lead - done:              # bounded warming: the rest of the gap cache-warmed first
+                machine.warm_caches(lead - done - functional, cpi=measured)
+                cache_warmed += lead - done - functional
+            machine.warm_functionally(functional, cpi=measured)
             warming_seconds += time.perf_counter() - tw
-            warmed += lead - done
+            warmed += functional
         machine.advance_to(everything - machine.origin, program_limit=start + begin)
         w0, s0 = machine.counter_words(), machine.core.cycle_stack()
         c0, n0 = machine.core.cycles, machine.core.instructions
@@ -389,7 +413,8 @@ def run_segment(machine: Machine, spec: SmartsSpec, seed: int = 0, segment: int 
     columns = {k: every[k].astype(np.float64) for k in names}
     rates = {e: np.asarray(v, dtype=np.float64) / instr for e, v in evaluate(sources, columns).items()}
     stack = {c: stacks[:, j] / instr for j, c in enumerate(causes)}
-    return SegmentSample(cycles / instr, rates, stack, columns, detailed, warmed, skipped, host, warming_seconds)
+    return SegmentSample(cycles / instr, rates, stack, columns, detailed, warmed, skipped, host, warming_seconds,
+                         cache_warmed)
 
 
 def combine(spec: SmartsSpec, total: int, seed: int, parts: list[SegmentSample], host_seconds: float) -> SmartsResult:
@@ -405,7 +430,8 @@ def combine(spec: SmartsSpec, total: int, seed: int, parts: list[SegmentSample],
     return SmartsResult(spec, total, population, period, first, np.concatenate([p.unit_cpi for p in parts]),
                         joined("unit_rates"), joined("unit_stack"), joined("unit_counters"),
                         sum(p.detailed_instructions for p in parts), sum(p.warmed_instructions for p in parts),
-                        host_seconds, sum(p.warming_seconds for p in parts), sum(p.host_seconds for p in parts))
+                        host_seconds, sum(p.warming_seconds for p in parts), sum(p.host_seconds for p in parts),
+                        sum(p.cache_warmed_instructions for p in parts))
 
 
 def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0,

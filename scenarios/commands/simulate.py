@@ -24,7 +24,7 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
                      sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool,
                      warmup: int = 0, sample: str | None = None, workers: int = 1) -> dict:
     """``seed`` is the program seed (binary and input); the replicate seed is drawn from it.  ``sample``:
-    ``smarts[:U,W,N[,S]]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
+    ``smarts[:U,W,N[,S[,B]]]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
     confidence intervals); ``workers``: threads that run its S segments side by side."""
     started = time.perf_counter()
     if out is not None:

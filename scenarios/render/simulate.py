@@ -53,9 +53,12 @@ def print_sampled_summary(doc: dict, console) -> None:
     conf = f"{smp['confidence']:.1%} confidence"
     segments = (f"; in {smp['segments']} segments, each later one fast-forwarded and warmed from cold for up "
                 f"to {smp['overlap']:,} instructions" if smp.get("segments", 1) > 1 else "")
+    bounded = (f", and at most {smp['functional_warming']:,} functionally warmed before that, the rest of each gap "
+               f"cache-warmed ({smp['cache_warmed_instructions']:,} instructions)"
+               if smp.get("functional_warming") is not None else "")
     console.print(f"{doc['workload']} on {doc['platform']}: {doc['instructions']:,} instructions, SMARTS sample of "
                   f"{smp['units']:,} units of {smp['unit']:,} instructions (one in {smp['period']:,.1f}, each after "
-                  f"{smp['warmup']:,} of detailed warm-up{segments}); "
+                  f"{smp['warmup']:,} of detailed warm-up{bounded}{segments}); "
                   f"{smp['effective_instructions_per_s'] / 1e6:.2f} M instructions/s effective")
     console.print(f"CPI {cpi['mean']:.4f} ± {cpi['half_width']:.4f} (± {cpi['relative_error']:.1%} at {conf}: "
                   f"[{cpi['ci'][0]:.4f}, {cpi['ci'][1]:.4f}]; V = {cpi['cv']:.3f})")

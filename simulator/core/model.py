@@ -143,6 +143,7 @@ class Core:
         self.CS = np.zeros(V.NCAUSES, dtype=np.int64)
         self.simulation_seconds = 0.0
         self.warming_stall_cycles = 0      # cycles paced functional warming's clock stood for the memory channel
+        self._stand_ins = None             # cache warming's stand-ins of the L1s and first-level TLBs (warm_caches)
         names = self.memory.level_names
         data_levels = [names.index(n) for n in platform.cache_chain("data")]
         self._cause_index = {n: i for i, n in enumerate(V.FIXED_CAUSES)}
@@ -198,6 +199,27 @@ class Core:
                        mem_addr, mem_size, taken, target, int(start), end,
                        self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)), bool(pace),
                        *self._tage)
+        self.warming_stall_cycles += int(stall)
+        self.simulation_seconds += time.perf_counter() - t0
+        return end - int(start)
+
+    def warm_caches(self, block: InstrBlock, start: int = 0, stop: int | None = None, now: int | None = None,
+                    cpi: float = 1.0, pace: bool = False) -> int:
+        """Cache-warm ``block[start:stop]`` (:func:`~simulator.core.warming.warm_caches`): the levels below the
+        L1s, the TLBs and the page walks see the instructions' lines through stand-ins of the L1s; no predictor,
+        no L1, no pipeline.  Clock and pacing as :meth:`warm`; returns the number of instructions warmed."""
+        n = len(block)
+        end = n if stop is None else int(stop)
+        if start < 0 or end < start or end > n:
+            raise ValueError(f"[{start}, {stop}) outside the block of {n} instructions")
+        if not cpi > 0:
+            raise ValueError(f"cpi must be > 0, got {cpi}")
+        if self._stand_ins is None:
+            self._stand_ins = self.memory.l1_stand_ins()
+        t0 = time.perf_counter()
+        stall = WM.warm_caches(tuple(self.memory.state), *self._stand_ins, block.pc, block.op, block.mem_addr,
+                               int(start), end, self.cycles if now is None else int(now),
+                               max(1, round(cpi * WM.CPI_ONE)), bool(pace))
         self.warming_stall_cycles += int(stall)
         self.simulation_seconds += time.perf_counter() - t0
         return end - int(start)

@@ -177,5 +177,87 @@ def shift_time(state, CT: np.ndarray, delta: int) -> None:
     CT[V.CT_CYCLES] += delta
 
 
+# ============================================================================ cache warming (bounded SMARTS)
+@njit(cache=True, inline="always")
+def _below_l1(mv, l1, lines, paddr, src, write, now, page_bits, slack):
+    """One L1 miss of the stand-in L1 ``lines`` (direct-mapped, a line number per entry): the L1's line of
+    ``paddr`` requested from the level below it, as the real L1's fill would; returns the cycles the warming
+    clock stands for the channel (pacing, as in :func:`warm`).  A hit in the stand-in changes nothing."""
+    c = MS.C0 + l1 * MS.NCOL
+    lb = U64(MK._cfg(mv, c + MS.C_LINE_BITS))
+    line = paddr >> lb
+    k = line & U64(len(lines) - 1)
+    key = line | (U64(1) << U64(63)) if write else line       # a line first read, then written, goes again
+    if lines[k] == key or (not write and lines[k] == (line | (U64(1) << U64(63)))):
+        return np.int64(0)
+    lines[k] = key
+    nxt = MK._cfg(mv, c + MS.C_NEXT)
+    if nxt < 0:
+        return np.int64(0)
+    MK._st(mv, MS.SCR_NOW, now)
+    MK._st(mv, MS.G_CH_DELAY, 0)
+    first = line << lb
+    MK._cache_access(mv, nxt, first, first + ((U64(1) << lb) - U64(1)), src, write, page_bits, True)
+    if MK._ld(mv, MS.G_ST_N) != 0:
+        MC.run_streamers(mv)
+    wait = memport.channel_wait(mv)
+    return wait - slack if wait > slack else np.int64(0)
+
+
+@njit(cache=True, inline="always")
+def _translated(mv, pages, vaddr, t0, t1, page_bits, now):
+    """A page new to the stand-in first-level TLB ``pages`` (direct-mapped, a page number per entry) goes
+    through the real TLB chain (walks included); a page it holds changes nothing."""
+    if t0 < 0:
+        return
+    vpn = vaddr >> U64(page_bits)
+    k = vpn & U64(len(pages) - 1)
+    if pages[k] != vpn:
+        pages[k] = vpn
+        MK._st(mv, MS.SCR_NOW, now)
+        MK.translate(mv, vaddr, t0, t1, page_bits)
+
+
+@njit(cache=True, nogil=True)
+def warm_caches(mem, iline, dline, ipage, dpage, pc_a, op_a, maddr_a, start, stop, now0, cpi_q16, pace):
+    """Cache warming of instructions [start, stop) of a block (bounded SMARTS, :mod:`simulator.smarts`): the
+    levels below the L1s, the TLBs and the page walks see the instructions' fetch lines and data lines
+    through stand-ins of the L1s and first-level TLBs (``iline``/``dline``: direct-mapped arrays of line
+    numbers, ``ipage``/``dpage``: of page numbers, all with power-of-two lengths, kept by the caller between
+    calls); no predictor, no L1, no pipeline.  A line the stand-in L1 misses is requested from the level
+    below as the L1's fill would request it, with that level's miss-triggered prefetchers and streamer
+    running; a store's line is requested as a write (its line arrives dirty below, as the L1's writeback
+    would leave it).  Clock and pacing as :func:`warm`; returns the cycles the clock stood."""
+    mv = memport.views(mem)
+    pc_a, op_a, maddr_a = raw.u64(pc_a), raw.u8(op_a), raw.u64(maddr_a)
+    l1i = MK._cfg(mv, MS.G_L1I)
+    l1d = MK._cfg(mv, MS.G_L1D)
+    it0, it1 = MK._cfg(mv, MS.G_ITLB0), MK._cfg(mv, MS.G_ITLB1)
+    dt0, dt1 = MK._cfg(mv, MS.G_DTLB0), MK._cfg(mv, MS.G_DTLB1)
+    ipb = MK._cfg(mv, MS.G_IPAGE_BITS)
+    dpb = MK._cfg(mv, MS.G_PAGE_BITS)
+    ilb = U64(MK._cfg(mv, MS.C0 + l1i * MS.NCOL + MS.C_LINE_BITS)) if l1i >= 0 else U64(6)
+    slack = MK._cfg(mv, MS.G_MEM_LAT) if pace else np.int64(1) << 62
+    stall = np.int64(0)
+    clock_q16 = np.int64(0)
+    last_line = U64(0xFFFFFFFFFFFFFFFF)
+    for i in range(start, stop):
+        iu = U64(i)
+        pc = pc_a[iu]
+        op = np.int64(op_a[iu])
+        now = now0 + stall + (clock_q16 >> 16)
+        clock_q16 += cpi_q16
+        if l1i >= 0 and (pc >> ilb) != last_line:
+            last_line = pc >> ilb
+            _translated(mv, ipage, pc, it0, it1, ipb, now)
+            stall += _below_l1(mv, l1i, iline, MK.phys(mv, pc, ipb), MS.SRC_IFETCH, False, now, ipb, slack)
+        if (op == OP_LOAD or op == OP_STORE) and l1d >= 0:
+            va = maddr_a[iu]
+            _translated(mv, dpage, va, dt0, dt1, dpb, now)
+            stall += _below_l1(mv, l1d, dline, MK.phys(mv, va, dpb), MS.SRC_LOAD if op == OP_LOAD else MS.SRC_STORE,
+                               op == OP_STORE, now, dpb, slack)
+    return stall
+
+
 # the memory hierarchy's fast paths and the predictors are compiled into the warming kernel
 drop_stale_caches("warming", (MS, MC, MK, predictors, raw, memport, isa, TM, sys.modules[__name__]))

@@ -256,6 +256,26 @@ class MemoryHierarchy:
         if tlbs:
             self.flush_tlbs()
 
+    def l1_stand_ins(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Empty stand-ins of the L1I, the L1D and their first-level TLBs for cache warming
+        (:func:`simulator.core.warming.warm_caches`): direct-mapped arrays of line (page) numbers, each as many
+        entries as its structure holds lines (pages), rounded down to a power of two (one entry when it is
+        absent)."""
+        S = self.state.S
+        G = L.views(S).G
+
+        def entries(row: int, sets: int, ways: int) -> int:
+            n = int(S[L.C0 + row * L.NCOL + sets] * S[L.C0 + row * L.NCOL + ways]) if row >= 0 else 1
+            return 1 << (max(n, 1).bit_length() - 1)
+
+        def stand_in(n: int) -> np.ndarray:
+            return np.full(n, -1, np.int64).view(np.uint64)            # (never a line or page number)
+
+        tlb = [int(G[g]) for g in (L.G_ITLB0, L.G_DTLB0)]
+        return (stand_in(entries(int(G[L.G_L1I]), L.C_NSETS, L.C_WAYS)),
+                stand_in(entries(int(G[L.G_L1D]), L.C_NSETS, L.C_WAYS)),
+                *(stand_in(entries(L.TROW0 + t if t >= 0 else -1, L.T_NSETS, L.T_WAYS)) for t in tlb))
+
     def memory_demand_reads(self) -> int:
         """Lines read from memory on demand so far (instruction fetches, loads, stores, page walks; not
         prefetches): the misses a cache simulation counts against the last level."""
