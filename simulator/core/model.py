@@ -187,39 +187,33 @@ class Core:
         clock reads ``now`` (default: the core's cycles) plus ``cpi`` cycles per instruction, and with
         ``pace`` the cycles it stood for the memory channel (added to :attr:`warming_stall_cycles`).
         Counters, CPI stack and pipeline are untouched; returns the number of instructions warmed."""
-        n = len(block)
-        end = n if stop is None else int(stop)
-        if start < 0 or end < start or end > n:
-            raise ValueError(f"[{start}, {stop}) outside the block of {n} instructions")
-        if not cpi > 0:
-            raise ValueError(f"cpi must be > 0, got {cpi}")
-        t0 = time.perf_counter()
         pc, op, size, _, _, _, _, mem_addr, mem_size, taken, target, _ = block.kernel_arrays()
-        stall = WM.warm(self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), pc, op, size,
-                       mem_addr, mem_size, taken, target, int(start), end,
-                       self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)), bool(pace),
-                       *self._tage)
-        self.warming_stall_cycles += int(stall)
-        self.simulation_seconds += time.perf_counter() - t0
-        return end - int(start)
+        return self._warming(block, start, stop, now, cpi, lambda first, end, now0, cpi_q16: WM.warm(
+            self.cfg, self.state.S, *self.predictor_state, tuple(self.memory.state), pc, op, size, mem_addr, mem_size,
+            taken, target, first, end, now0, cpi_q16, bool(pace), *self._tage))
 
     def warm_caches(self, block: InstrBlock, start: int = 0, stop: int | None = None, now: int | None = None,
                     cpi: float = 1.0, pace: bool = False) -> int:
         """Cache-warm ``block[start:stop]`` (:func:`~simulator.core.warming.warm_caches`): the levels below the
         L1s, the TLBs and the page walks see the instructions' lines through stand-ins of the L1s; no predictor,
         no L1, no pipeline.  Clock and pacing as :meth:`warm`; returns the number of instructions warmed."""
+        if self._stand_ins is None:
+            self._stand_ins = self.memory.l1_stand_ins()
+        return self._warming(block, start, stop, now, cpi, lambda first, end, now0, cpi_q16: WM.warm_caches(
+            tuple(self.memory.state), *self._stand_ins, block.pc, block.op, block.mem_addr, first, end, now0, cpi_q16,
+            bool(pace)))
+
+    def _warming(self, block: InstrBlock, start: int, stop: int | None, now: int | None, cpi: float, kernel) -> int:
+        """Check ``block[start:stop]`` and ``cpi``, run ``kernel(start, stop, now, cpi x 65536)`` (a warming kernel,
+        which returns the cycles its clock stood for the channel) and book its cycles and time."""
         n = len(block)
         end = n if stop is None else int(stop)
         if start < 0 or end < start or end > n:
             raise ValueError(f"[{start}, {stop}) outside the block of {n} instructions")
         if not cpi > 0:
             raise ValueError(f"cpi must be > 0, got {cpi}")
-        if self._stand_ins is None:
-            self._stand_ins = self.memory.l1_stand_ins()
         t0 = time.perf_counter()
-        stall = WM.warm_caches(tuple(self.memory.state), *self._stand_ins, block.pc, block.op, block.mem_addr,
-                               int(start), end, self.cycles if now is None else int(now),
-                               max(1, round(cpi * WM.CPI_ONE)), bool(pace))
+        stall = kernel(int(start), end, self.cycles if now is None else int(now), max(1, round(cpi * WM.CPI_ONE)))
         self.warming_stall_cycles += int(stall)
         self.simulation_seconds += time.perf_counter() - t0
         return end - int(start)
