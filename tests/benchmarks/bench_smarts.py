@@ -58,6 +58,12 @@ def sampled(platform, workload: str, n: int, units: int | None, segments: int = 
     return res["sampled"], time.perf_counter() - t0
 
 
+def estimate_cells(est: dict, first: float, warming: int | None) -> tuple[str, str, str]:
+    """The warming's label, ``CPI ± half-width`` and the change against the first warming's CPI (the bias)."""
+    return ("all" if warming is None else str(warming)), f"{est['mean']:8.4f} ± {est['half_width']:6.4f}", \
+        f"{est['mean'] / first - 1:+7.2%}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--platform", default="nehalem")
@@ -101,10 +107,9 @@ def main() -> None:
                 warmed = smp["warmed_instructions"] + smp["cache_warmed_instructions"]
                 warm = warmed / smp["warming_seconds"] if smp["warming_seconds"] else 0.0
                 inside = "yes" if lo <= truth <= hi else "NO"
-                how = "all" if b is None else b
-                print(f"{w.split('/')[-1]:16s} {truth:9.4f} {n_cmp / t_full / 1e6:7.2f}M/s | {how:>7} "
-                      f"{est['mean']:8.4f} ± {est['half_width']:6.4f} {est['mean'] / truth - 1:+7.2%} "
-                      f"{est['mean'] / first - 1:+7.2%} {inside:>5s} {est['cv']:5.2f} {smp['units']:5d} "
+                how, cpi, bias = estimate_cells(est, first, b)
+                print(f"{w.split('/')[-1]:16s} {truth:9.4f} {n_cmp / t_full / 1e6:7.2f}M/s | {how:>7} {cpi} "
+                      f"{est['mean'] / truth - 1:+7.2%} {bias} {inside:>5s} {est['cv']:5.2f} {smp['units']:5d} "
                       f"{smp['recommended_units']:6d} | {eff / 1e6:7.2f}M/s {warm / 1e6:6.1f}M/s "
                       f"{eff / (n_cmp / t_full):7.2f}x", flush=True)
     if n_long:
@@ -120,10 +125,8 @@ def main() -> None:
                     est = smp["cpi"]
                     first = first or est["mean"]
                     eff = smp["effective_instructions_per_s"]
-                    how = "all" if b is None else b
-                    print(f"{w.split('/')[-1]:16s} {k:2d} {how:>7} {est['mean']:8.4f} ± {est['half_width']:6.4f} "
-                          f"{est['mean'] / first - 1:+7.2%} "
-                          f"{est['relative_error']:8.2%} {smp['units']:6d} {smp['recommended_units']:6d} "
+                    how, cpi, bias = estimate_cells(est, first, b)
+                    print(f"{w.split('/')[-1]:16s} {k:2d} {how:>7} {cpi} {bias} {est['relative_error']:8.2%} {smp['units']:6d} {smp['recommended_units']:6d} "
                           f"{eff / 1e6:8.2f}M/s {smp['host_seconds']:7.1f} {smp['worker_seconds']:8.1f} "
                           f"{'met' if eff >= 200e6 else 'NOT met':>11s}", flush=True)
 
