@@ -538,6 +538,17 @@ def test_cli_bounded_warming_is_reported_in_json_and_in_the_terminal():
     assert "at most 4,000 functionally warmed before that, the rest of each gap cache-warmed" in said
 
 
+def test_bounded_warming_in_segments_side_by_side_and_a_later_segments_lead_in_cache_warmed():
+    args = ["simulate", "-p", "nehalem", "-w", "464.h264ref", "-n", "1000000", "--sample", "smarts:1000,2000,20,2,3000",
+            "--json"]
+    one = json.loads(runner.invoke(app, args).stdout)["sampled"]
+    two = json.loads(runner.invoke(app, [*args, "--workers", "2"]).stdout)["sampled"]
+    assert one["cpi"] == two["cpi"] and one["cache_warmed_instructions"] == two["cache_warmed_instructions"]
+    # the run's own gaps hold fewer than its 1 M instructions: the rest is the later segment's lead-in from the start
+    assert one["cache_warmed_instructions"] > 1_000_000
+    assert one["warmed_instructions"] <= 20 * 3000
+
+
 def test_cli_segments_side_by_side_give_the_estimates_of_one_process():
     """``--workers 2`` runs the two segments of ``smarts:U,W,N,2`` in two threads: the same estimates as one
     after the other, with the segments' host time summed beside the wall clock."""
