@@ -297,7 +297,6 @@ def test_fast_forward_moves_the_program_on_and_nothing_else():
     assert skipped.os_instructions > 0 and skipped.counters()["instructions"] > 49_999
 
 
-
 # --------------------------------------------------------------------------------- bounded warming
 @njit
 def _below(mem, lvl, first, last, src, write, page_bits, now):
@@ -387,7 +386,6 @@ def test_cache_warming_against_a_reference_one_access_at_a_time(platform_name, w
     assert core.memory.counters()["levels"][list(p.caches)[-1]]["accesses"] > 0
     assert all(np.array_equal(a, b) for a, b in zip(core.predictor_state, predictors))
     assert not core.CT.any() and not core.CS.any()
-
 
 
 def llc_lines(machine: Machine) -> set[int]:

@@ -2,8 +2,8 @@
 CPI a sampled run estimates against the CPI of the full detailed run of the same program, input, page
 placement and timer phase (:func:`simulator.collect.simulate_one` both times), the sample taken in one
 segment and in four (each later one fast-forwarded to its start and warmed from cold caches and predictors
-for a quarter of the run); and functional warming's clock, which the memory channel paces
-(:mod:`simulator.core.warming`).
+for a quarter of the run); bounded warming against full warming of the same units (:mod:`simulator.smarts`);
+and functional warming's clock, which the memory channel paces (:mod:`simulator.core.warming`).
 
 The full run's CPI is the truth; the sampled estimate passes when the truth lies in its confidence
 interval (99.7 %) or within +-3 % of it (the issue's acceptance: a CPI within +-3 % at 99.7 % confidence,

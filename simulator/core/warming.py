@@ -34,6 +34,9 @@ prefetches) after warming N instructions are equal, word for word, to those afte
 detail (``MemoryHierarchy.time_dependent_words`` are the words that may differ); the predictor state
 is equal on every platform (``tests/test_smarts.py`` checks both).
 
+:func:`warm_caches` is bounded SMARTS's cheaper warming (:mod:`simulator.smarts`): only the levels below the L1s,
+the TLBs and the page walks see the instructions, behind stand-ins of the L1s and first-level TLBs.
+
 The core's generic counters (``CT``), its CPI stack and its pipeline state are not touched: warmed
 instructions never enter the pipeline.  :func:`shift_time` then moves the pipeline's clock past the
 warmed stretch, as if the pipeline had stood still while those instructions ran.
