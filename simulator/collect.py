@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal
 
 import numpy as np
@@ -26,7 +26,8 @@ from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import Platform
 from whatif.simulator.pmu import EventGroup, evaluate, event_groups, merge_groups
 from whatif.simulator.sampling import Sampling, sample, sample_schedules
-from whatif.simulator.smarts import SegmentSample, SmartsSpec, combine, run_segment, segment_boundary
+from whatif.simulator.smarts import (SegmentSample, SmartsResult, SmartsSpec, combine, run_segment,
+                                     segment_boundary)
 
 MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
 MAX_SAMPLING_INTERVALS = 1_000_000    # rows of one run's counter time series
@@ -194,20 +195,34 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
     ``warmup`` instructions are functionally warmed; the run seed is drawn from the replicate seed as a
     full run's is, and also places the first unit.  The sample's segments (``spec.sample.segments``) run in
     up to ``workers`` threads of this process, side by side (the simulation kernels release Python's GIL:
-    each segment's machine is its own), else one after another; the estimates are the same either way."""
+    each segment's machine is its own), else one after another; the estimates are the same either way.  With
+    N = auto a first run too small for its own V is followed by SMARTS's second run (:meth:`SmartsSpec.rerun`),
+    whose estimates are reported (``sampled.first_run``: the first's); ``on_retired.restart(label)``, when the
+    callback has it, is told when the second run starts (a progress bar starts over)."""
     check_sample(spec)
     run_seed = int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
-    shared = (platform, workload, spec, program_seed, run_seed)
-    segments = list(range(spec.sample.segments))
-    t0 = time.perf_counter()
-    if workers <= 1 or len(segments) == 1:
-        parts = [_sampled_segment(k, shared, on_retired) for k in segments]
-    else:
-        with ThreadPoolExecutor(max_workers=min(workers, len(segments)), thread_name_prefix="smarts") as pool:
-            parts = list(pool.map(lambda k: _sampled_segment(k, shared, on_retired), segments))
-    result = combine(spec.sample, spec.instructions, run_seed, parts, time.perf_counter() - t0)
-    if on_retired is not None:             # the run stops after its last unit: the rest counts as done
-        on_retired(spec.instructions - result.covered_instructions)
+
+    def once(spec: CollectSpec) -> SmartsResult:
+        shared = (platform, workload, spec, program_seed, run_seed)
+        segments = list(range(spec.sample.segments))
+        t0 = time.perf_counter()
+        if workers <= 1 or len(segments) == 1:
+            parts = [_sampled_segment(k, shared, on_retired) for k in segments]
+        else:
+            with ThreadPoolExecutor(max_workers=min(workers, len(segments)), thread_name_prefix="smarts") as pool:
+                parts = list(pool.map(lambda k: _sampled_segment(k, shared, on_retired), segments))
+        result = combine(spec.sample, spec.instructions, run_seed, parts, time.perf_counter() - t0)
+        if on_retired is not None:             # the run stops after its last unit: the rest counts as done
+            on_retired(spec.instructions - result.covered_instructions)
+        return result
+
+    result = once(spec)
+    again = spec.sample.rerun(result)
+    if again is not None:                      # SMARTS's second run (N = auto), with the n the first's V asks for
+        restart = getattr(on_retired, "restart", None)
+        if restart is not None:
+            restart(f"second run, {again.units:,} units")
+        result = once(replace(spec, sample=again)).after(result)
     counters = result.estimated_counters()
     cpi = result.cpi.mean
     return {"totals": {e: v.mean * result.instructions for e, v in result.event_rates.items()},

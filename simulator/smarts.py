@@ -23,7 +23,10 @@ Estimates (SMARTS §3): the mean ``x`` of the per-unit values; the sample standa
 when ``n << N``); the confidence interval ``x +- z * standard error`` with ``z`` the normal quantile of
 the confidence (z = 2.97 for 99.7 %, which SMARTS rounds to 3).  For a relative error ``epsilon`` at that
 confidence SMARTS needs ``n >= (z * V / epsilon)^2`` units; when the run's own ``V`` says ``n`` was
-too small the result says so and recommends that ``n`` (SMARTS's second run).
+too small the result says so and recommends that ``n`` (SMARTS's second run).  With N = ``auto``
+(``smarts:U,W,auto``) that second run is made (:meth:`SmartsSpec.rerun`, :func:`run_sampled`): the default
+sample first, then, if its ``V`` asks more units than it has, a run of that many (at most what the run holds),
+whose estimates are reported; the first's are kept beside them (``SmartsResult.first_run``).
 
 Segments (``smarts:U,W,N,S``): the sample cut into ``S`` runs of consecutive units (:func:`segment_units`),
 so that they can run side by side (:func:`~simulator.collect.sampled_one`).  The first runs as above; each
@@ -52,7 +55,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Callable
 
@@ -141,6 +144,7 @@ class SmartsSpec:
     segments: int = 1
     overlap: int = DEFAULT_OVERLAP
     warming: int | None = None       # B: functionally warmed instructions before each unit (None: the whole gap)
+    second_run: bool = False         # N = auto: rerun with the n the first run's V asks for (SMARTS's second run)
 
     def __post_init__(self):
         if self.unit < 1:
@@ -149,6 +153,8 @@ class SmartsSpec:
             raise SimulatorInputError(f"W (detailed warm-up instructions) must be >= 0, got {self.warmup}")
         if self.units is not None and self.units < MIN_UNITS:
             raise SimulatorInputError(f"N (units) must be >= {MIN_UNITS}, got {self.units}")
+        if self.second_run and self.units is not None:
+            raise SimulatorInputError(f"N = auto starts from the default sample and takes no N, got {self.units}")
         if not 0 < self.confidence < 1:
             raise SimulatorInputError(f"the confidence must lie in (0, 1), got {self.confidence}")
         if not 0 < self.target_error < 1:
@@ -167,10 +173,12 @@ class SmartsSpec:
         """``smarts`` (the defaults), ``smarts:U,W,N``, ``smarts:U,W,N,S`` (S segments) or ``smarts:U,W,N,S,B``
         (bounded warming: B functionally warmed instructions before each unit, the rest of the gap cache-warmed);
         an empty field keeps its default: ``smarts:1000,2000,`` chooses N for the run's length,
-        ``smarts:1000,2000,,,30000`` bounds the warming alone; errors name ``where`` (the option or key)."""
+        ``smarts:1000,2000,,,30000`` bounds the warming alone; N = ``auto`` is SMARTS's procedure (the default
+        sample, then a second run with the n its V asks for when it was too small); errors name ``where`` (the
+        option or key)."""
         form = ("smarts, smarts:U,W,N, smarts:U,W,N,S or smarts:U,W,N,S,B (U instructions per unit >= 1, W "
-                "warm-up instructions >= 0, N units >= 2, S segments >= 1, B functionally warmed instructions "
-                "before each unit >= 0)")
+                "warm-up instructions >= 0, N units >= 2 or auto, S segments >= 1, B functionally warmed "
+                "instructions before each unit >= 0)")
         method, colon, args = str(text).strip().partition(":")
         if method.strip().lower() != "smarts":
             raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
@@ -179,6 +187,9 @@ class SmartsSpec:
         parts = [p.strip() for p in args.split(",")]
         if len(parts) not in (3, 4, 5):
             raise SimulatorInputError(f"{where}: expected {form}, got {text!r}")
+        second_run = len(parts) > 2 and parts[2].lower() == "auto"
+        if second_run:
+            parts[2] = ""
         values: list[int | None] = []
         for p in parts:
             try:
@@ -186,14 +197,14 @@ class SmartsSpec:
             except ValueError:
                 v = math.nan
             if v is not None and not (math.isfinite(v) and v == int(v)):
-                raise SimulatorInputError(f"{where}: U, W, N, S and B must be whole numbers, got {text!r} "
-                                          f"(expected {form})")
+                raise SimulatorInputError(f"{where}: U, W, N, S and B must be whole numbers (N may be auto), got "
+                                          f"{text!r} (expected {form})")
             values.append(None if v is None else int(v))
         unit, warmup, units, segments, warming = values + [None] * (5 - len(values))
         try:
             return cls(unit=DEFAULT_UNIT if unit is None else unit,
                        warmup=DEFAULT_WARMUP if warmup is None else warmup, units=units,
-                       segments=1 if segments is None else segments, warming=warming)
+                       segments=1 if segments is None else segments, warming=warming, second_run=second_run)
         except SimulatorInputError as exc:
             raise SimulatorInputError(f"{where}: {exc} (in {text!r})") from None
 
@@ -205,7 +216,7 @@ class SmartsSpec:
         n = self.units if self.units is not None else \
             min(MAX_DEFAULT_UNITS, int(instructions) // (DETAILED_SHARE * per_unit))
         if n < MIN_UNITS or population // n * self.unit < per_unit:
-            most = population // math.ceil(per_unit / self.unit)
+            most = population // self.spacing
             what = f"{n} units" if self.units is not None else "the default sample"
             raise SimulatorInputError(
                 f"{where}: {instructions:,} instructions cannot hold {what} of U={self.unit} instructions, each "
@@ -215,6 +226,20 @@ class SmartsSpec:
             raise SimulatorInputError(f"{where}: {self.segments} segments of {n} units leave a segment without a "
                                       f"unit (S must be <= n)")
         return population, n
+
+    @property
+    def spacing(self) -> int:
+        """Units of the population per measured unit, at least: a unit and its warm-up, in whole units."""
+        return math.ceil((self.unit + self.warmup) / self.unit)
+
+    def rerun(self, first: "SmartsResult") -> "SmartsSpec | None":
+        """SMARTS's second run after ``first`` (N = auto): this sample with the n ``first``'s V asks for, at most
+        as many units as the run holds; None when ``first``'s n sufficed, N was not auto, or the run holds no
+        more units than ``first`` measured (its advice then says how long a run would)."""
+        if not self.second_run or first.sufficient:
+            return None
+        n = max(self.segments, min(first.recommended_units, first.population // self.spacing))
+        return replace(self, units=n, second_run=False) if n > first.n else None
 
 
 @dataclass(frozen=True)
@@ -235,6 +260,7 @@ class SmartsResult:
     warming_seconds: float                # of which warming, functional and cache (synthesis included), summed
     worker_seconds: float = 0.0           # the segments' own host seconds, summed (within host_seconds in one thread)
     cache_warmed_instructions: int = 0    # program instructions cache-warmed (bounded warming, ``spec.warming``)
+    first_run: "SmartsResult | None" = None   # N = auto: the first run, whose V asked for this one's n
     z: float = field(init=False)
 
     def __post_init__(self):
@@ -243,6 +269,12 @@ class SmartsResult:
     @property
     def n(self) -> int:
         return len(self.unit_cpi)
+
+    def after(self, first: "SmartsResult") -> "SmartsResult":
+        """This run as SMARTS's second run after ``first``: the estimates are this run's alone; the host time,
+        and with it the effective rate, counts both runs (the user waited for both)."""
+        return replace(self, first_run=first, host_seconds=self.host_seconds + first.host_seconds,
+                       worker_seconds=self.worker_seconds + first.worker_seconds)
 
     @property
     def cpi(self) -> Estimate:
@@ -295,7 +327,7 @@ class SmartsResult:
                 f"(V = {cpi.cv:.2f}); ± {spec.target_error:.0%} needs n >= (z V / e)^2 = {need}")
         cut = f",{spec.segments}" if spec.segments > 1 or spec.warming is not None else ""   # (as asked for)
         cut += f",{spec.warming}" if spec.warming is not None else ""
-        spacing = math.ceil((spec.unit + spec.warmup) / spec.unit)      # units per measured unit, at least
+        spacing = spec.spacing
         if need * spacing > self.population:
             return (f"{said}, more than {self.instructions:,} instructions hold (at most "
                     f"{self.population // spacing}): rerun {need * spacing * spec.unit:,} or more instructions with "
@@ -314,7 +346,14 @@ class SmartsResult:
                 "covered_instructions": self.covered_instructions, "host_seconds": self.host_seconds,
                 "segments": self.spec.segments, "overlap": self.spec.overlap if self.spec.segments > 1 else 0,
                 "worker_seconds": self.worker_seconds, "warming_seconds": self.warming_seconds,
-                "effective_instructions_per_s": self.effective_instructions_per_s}
+                "effective_instructions_per_s": self.effective_instructions_per_s,
+                "first_run": None if self.first_run is None else self.first_run.summary()}
+
+    def summary(self) -> dict:
+        """The run's sample size, its CPI estimate and what it cost (a second run's record of its first)."""
+        return {"units": self.n, "cpi": self.cpi.to_dict(), "recommended_units": self.recommended_units,
+                "detailed_instructions": self.detailed_instructions, "warmed_instructions": self.warmed_instructions,
+                "cache_warmed_instructions": self.cache_warmed_instructions, "host_seconds": self.host_seconds}
 
 
 @dataclass(frozen=True)
@@ -440,11 +479,23 @@ def run_sampled(machine: Machine, spec: SmartsSpec = SmartsSpec(), seed: int = 0
     """Run ``machine`` (fresh, or after its ``warm_up``) as a SMARTS sample of its measured instructions.
     ``events``: event -> source formula over the machine's counters (default: the platform's PMU events);
     ``seed`` draws the first measured unit.  With ``spec.segments`` > 1 the later segments run one after
-    another here, each on a machine ``fresh()`` returns (a new machine of the same run, not warmed up)."""
-    if spec.segments > 1 and fresh is None:
-        raise ValueError(f"a sample of {spec.segments} segments needs `fresh`, a new machine for each later one")
-    t0 = time.perf_counter()
+    another here, each on a machine ``fresh()`` returns (a new machine of the same run, not warmed up); with
+    N = auto (``spec.second_run``) a first run too small for its own V is followed by SMARTS's second run
+    (:meth:`SmartsSpec.rerun`) on a fresh machine, functionally warmed over what ``machine`` had retired."""
+    if (spec.segments > 1 or spec.second_run) and fresh is None:
+        raise ValueError("a sample of several segments, or with N = auto, needs `fresh`, a new machine for each "
+                         "later segment or run")
     start = machine.program_retired
-    parts = [run_segment(machine, spec, seed, 0, events)]
-    parts += [run_segment(fresh(), spec, seed, k, events, start=start) for k in range(1, spec.segments)]
-    return combine(spec, machine.instructions_target - start, seed, parts, time.perf_counter() - t0)
+
+    def begun() -> Machine:                     # a fresh machine where ``machine`` started the sample
+        return fresh().warm_functionally(start) if start else fresh()
+
+    def once(first: Machine, spec: SmartsSpec) -> SmartsResult:
+        t0 = time.perf_counter()
+        parts = [run_segment(first, spec, seed, 0, events)]
+        parts += [run_segment(fresh(), spec, seed, k, events, start=start) for k in range(1, spec.segments)]
+        return combine(spec, machine.instructions_target - start, seed, parts, time.perf_counter() - t0)
+
+    result = once(machine, spec)
+    again = spec.rerun(result)
+    return result if again is None else once(begun(), again).after(result)

@@ -225,6 +225,13 @@ def test_spec_parsing_and_layout():
     assert SmartsSpec.parse(" SMARTS:,,40 ") == SmartsSpec(1000, 2000, 40)
     assert SmartsSpec.parse("smarts:1000,2000,,,30000") == SmartsSpec(warming=30_000)
     assert SmartsSpec.parse("smarts:500,1000,40,2,0") == SmartsSpec(500, 1000, 40, segments=2, warming=0)
+    assert SmartsSpec.parse("smarts:1000,2000,auto") == SmartsSpec(second_run=True)
+    assert SmartsSpec.parse("smarts:500,1000,AUTO,2,3000") == SmartsSpec(500, 1000, segments=2, warming=3000,
+                                                                         second_run=True)
+    with pytest.raises(SimulatorInputError, match="N = auto starts from the default sample and takes no N, got 40"):
+        SmartsSpec(units=40, second_run=True)
+    with pytest.raises(SimulatorInputError, match=r"whole numbers \(N may be auto\)"):
+        SmartsSpec.parse("smarts:auto,2000,auto")
     assert SmartsSpec(units=100).layout(10_000_000) == (10_000, 100)
     assert SmartsSpec().layout(1_000_000_000) == (1_000_000, 10_000)           # SMARTS's initial n
     assert SmartsSpec().layout(30_000_000) == (30_000, 1_000)                  # a tenth of the run in detail
@@ -510,6 +517,54 @@ def test_too_few_units_recommends_smarts_n():
     assert f"smarts:1000,2000,{result.recommended_units}" in result.advice()
 
 
+def _h264ref_machines(instructions: int = 2_000_000):
+    p = load_platform("nehalem")
+    return lambda: Machine(p, load_workload("cint2006/464.h264ref"), instructions, seed=1, noise=None)
+
+
+def test_auto_reruns_with_the_n_the_first_runs_v_asks_for_and_reports_that_run():
+    """N = auto is SMARTS's procedure: the default sample, then, when its V asks for more units, a second run of
+    that many, whose estimates are exactly those of a run asked for with that N; the host time counts both."""
+    fresh = _h264ref_machines()
+    spec = SmartsSpec(second_run=True, target_error=0.10)
+    result = run_sampled(fresh(), spec, seed=1, fresh=fresh)
+    first = result.first_run
+    assert first is not None and first.n == 66                      # the default: a tenth of 2 M in detail
+    assert not first.sufficient and 66 < first.recommended_units < 666     # (666 units is all the run holds)
+    assert result.n == first.recommended_units and result.spec.units == result.n and not result.spec.second_run
+    direct = run_sampled(fresh(), SmartsSpec(units=result.n, target_error=0.10), seed=1)
+    np.testing.assert_array_equal(result.unit_cpi, direct.unit_cpi)
+    for cause, values in direct.unit_stack.items():
+        np.testing.assert_array_equal(result.unit_stack[cause], values)
+    assert result.host_seconds > first.host_seconds > 0
+    doc = result.to_dict()
+    assert doc["first_run"]["units"] == 66 and doc["first_run"]["recommended_units"] == result.n
+    assert doc["first_run"]["cpi"] == first.cpi.to_dict() and doc["units"] == result.n
+
+
+def test_auto_stops_after_a_first_run_that_sufficed_and_caps_the_second_at_what_the_run_holds():
+    fresh = _h264ref_machines()
+    enough = run_sampled(fresh(), SmartsSpec(second_run=True, target_error=0.5), seed=1, fresh=fresh)
+    assert enough.first_run is None and enough.sufficient and enough.n == 66
+    plain = run_sampled(fresh(), SmartsSpec(target_error=0.5), seed=1)
+    np.testing.assert_array_equal(enough.unit_cpi, plain.unit_cpi)
+    capped = run_sampled(fresh(), SmartsSpec(second_run=True), seed=1, fresh=fresh)
+    assert capped.first_run.recommended_units > 666 and capped.n == 666           # 2,000 units, one in 3 at most
+    assert not capped.sufficient and "more than 2,000,000 instructions hold" in capped.advice()
+    assert SmartsSpec().rerun(capped.first_run) is None                           # N given: no second run
+    with pytest.raises(ValueError, match="needs `fresh`"):
+        run_sampled(fresh(), SmartsSpec(second_run=True), seed=1)
+
+
+def test_auto_after_a_warm_up_starts_its_second_run_where_the_first_started():
+    fresh = _h264ref_machines(2_300_000)
+    warmed = fresh().warm_functionally(300_000)
+    result = run_sampled(warmed, SmartsSpec(second_run=True, target_error=0.10), seed=1, fresh=fresh)
+    direct = run_sampled(fresh().warm_functionally(300_000), SmartsSpec(units=result.n, target_error=0.10), seed=1)
+    assert result.first_run is not None and result.instructions == 2_000_000
+    np.testing.assert_array_equal(result.unit_cpi, direct.unit_cpi)
+
+
 # ------------------------------------------------------------------------------- CLI and scenario key
 def test_cli_sampled_json_carries_confidence_intervals():
     r = runner.invoke(app, ["simulate", "-p", "westmere", "-w", "462.libquantum", "-n", "600000",
@@ -534,6 +589,53 @@ def test_cli_bounded_warming_is_reported_in_json_and_in_the_terminal():
     assert shown.exit_code == 0, shown.stderr
     said = " ".join(shown.stdout.split())               # (rich wraps at the terminal's width)
     assert "at most 4,000 functionally warmed before that, the rest of each gap cache-warmed" in said
+
+
+def test_cli_auto_reports_both_runs_and_a_progress_bar_starts_over_for_the_second():
+    args = ["simulate", "-p", "nehalem", "-w", "464.h264ref", "-n", "2000000", "--sample", "smarts:1000,2000,auto"]
+    smp = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["sampled"]
+    assert smp["first_run"]["units"] == 66 and smp["units"] == 666 < smp["first_run"]["recommended_units"]
+    assert smp["host_seconds"] > smp["first_run"]["host_seconds"] > 0
+    shown = runner.invoke(app, args)
+    said = " ".join(shown.stdout.split())
+    assert shown.exit_code == 0, shown.stderr
+    assert (f"SMARTS's second run (N = auto): the first, 66 units, gave CPI {smp['first_run']['cpi']['mean']:.4f}"
+            in said and f"which asks n >= {smp['first_run']['recommended_units']:,}; this run measured 666" in said)
+
+    class Bar:                                  # what a progress bar is told
+        def __init__(self):
+            self.done, self.restarts = [0], []
+
+        def __call__(self, n):
+            self.done[-1] += n
+
+        def restart(self, label):
+            self.restarts.append(label)
+            self.done.append(0)
+
+    bar = Bar()
+    spec = CollectSpec(instructions=2_000_000, os_noise=False, sample=SmartsSpec(second_run=True))
+    simulate_one(load_platform("nehalem"), "cint2006/464.h264ref", spec, program_seed=1, replicate_seed=1,
+                 on_retired=bar)
+    assert bar.restarts == ["second run, 666 units"] and bar.done == [2_000_000, 2_000_000]
+
+
+def test_a_restarted_progress_bar_starts_over_with_the_label_beside_its_description():
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from whatif.scenarios.results.progress import Advance
+
+    with Progress(console=Console(file=io.StringIO(), force_terminal=True)) as bar:
+        advance = Advance(bar, bar.add_task("simulate mcf", total=100), "simulate mcf")
+        advance(60)
+        assert bar.tasks[0].completed == 60
+        advance.restart("second run, 700 units")
+        advance(5)
+        assert bar.tasks[0].completed == 5 and bar.tasks[0].description == "simulate mcf: second run, 700 units"
+    Advance()(5), Advance().restart("nothing to show")                 # without a bar: no-ops
 
 
 def test_bounded_warming_in_segments_side_by_side_and_a_later_segments_lead_in_cache_warmed():
@@ -607,6 +709,9 @@ def test_cli_sample_excludes_physical_pmu_and_time_series():
 
 def test_scenario_key_is_checked_before_simulating():
     check_smarts(SimulateSpec(instructions=3_000_000, sample="smarts:1000,2000,100"), "s.toml")
+    check_smarts(SimulateSpec(instructions=3_000_000, sample="smarts:1000,2000,auto"), "s.toml")
+    with pytest.raises(ScenarioError, match=r"s.toml: simulate.sample: 30,000 instructions cannot hold the default"):
+        check_smarts(SimulateSpec(instructions=30_000, sample="smarts:1000,2000,auto"), "s.toml")
     with pytest.raises(ScenarioError, match=r"s.toml: simulate.sample: N \(units\) must be >= 2"):
         check_smarts(SimulateSpec(instructions=3_000_000, sample="smarts:1000,2000,1"), "s.toml")
 

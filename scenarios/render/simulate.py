@@ -62,6 +62,13 @@ def print_sampled_summary(doc: dict, console) -> None:
                   f"{smp['effective_instructions_per_s'] / 1e6:.2f} M instructions/s effective")
     console.print(f"CPI {cpi['mean']:.4f} ± {cpi['half_width']:.4f} (± {cpi['relative_error']:.1%} at {conf}: "
                   f"[{cpi['ci'][0]:.4f}, {cpi['ci'][1]:.4f}]; V = {cpi['cv']:.3f})")
+    first = smp.get("first_run")
+    if first is not None:
+        est = first["cpi"]
+        console.print(f"SMARTS's second run (N = auto): the first, {first['units']:,} units, gave CPI "
+                      f"{est['mean']:.4f} ± {est['relative_error']:.1%} (V = {est['cv']:.3f}), which asks n >= "
+                      f"{first['recommended_units']:,}; this run measured {smp['units']:,} (the effective rate counts "
+                      f"both runs)")
     if smp["advice"]:
         console.print(f"[yellow]too few units:[/] {smp['advice']}")
     stack = Table(title=f"CPI stack (± at {conf})")
