@@ -78,6 +78,10 @@ class InstrBlock:
     def __len__(self) -> int:
         return len(self.pc)
 
+    def head(self, n: int) -> "InstrBlock":
+        """The first ``n`` instructions, as views of this block's arrays."""
+        return InstrBlock(**{name: getattr(self, name)[:n] for name, _ in FIELDS})
+
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The arrays in FIELDS order (how numba kernels take a block)."""
         return tuple(getattr(self, name) for name, _ in FIELDS)

@@ -65,8 +65,10 @@ class Machine:
         self.core = Core(platform, self.memory, seed=run_seed, predictor=predictor)
         self.synth = Synthesizer(workload, isa, seed=seed, instructions=instructions,
                                  run_seed=run_seed if input_seed is None else input_seed)
-        self.block = InstrBlock.empty(min(block_size, max(1, self.instructions_target)))
+        self._buffer = InstrBlock.empty(min(block_size, max(1, self.instructions_target)))
+        self.block = self._buffer
         self.pos = len(self.block)           # consumed position in the current block (empty at start)
+        self.fence: int | None = None        # program position no block crosses (live-points align to it)
         self.program_retired = 0             # instructions of the program (not the OS) consumed
         self.noise = noise
         self.timer = None if noise is None else \
@@ -82,7 +84,8 @@ class Machine:
         self._records: np.ndarray | None = None
         if profile_every is not None:
             self.profiler = self._new_profiler(profile_every)
-            self._records = np.zeros((len(self.block), TM.NREC), dtype=np.int64)
+            self._records_buffer = np.zeros((len(self.block), TM.NREC), dtype=np.int64)
+            self._records = self._records_buffer
 
     # ------------------------------------------------------------------ running
     @property
@@ -100,11 +103,14 @@ class Machine:
         return profiler
 
     def _refill(self) -> None:
-        left = self.instructions_target - self.program_retired
-        if left < len(self.block):
-            self.block = InstrBlock.empty(left)
+        end = self.instructions_target
+        if self.fence is not None and self.program_retired < self.fence < end:
+            end = self.fence
+        n = min(len(self._buffer), end - self.program_retired)
+        if n != len(self.block):
+            self.block = self._buffer.head(n)
             if self._records is not None:
-                self._records = self._records[:left]
+                self._records = self._records_buffer[:n]
         self.synth.fill(self.block)
         self.pos = 0
 

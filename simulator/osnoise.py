@@ -100,6 +100,16 @@ class TimerNoise:
         return max(1, m)
 
 
+def _split128(x: int) -> tuple[int, int]:
+    """A 128-bit unsigned integer as two int64 words (high, low), bit for bit."""
+    hi, lo = x >> 64, x & (2**64 - 1)
+    return tuple(v - 2**64 if v >= 2**63 else v for v in (hi, lo))
+
+
+def _join128(hi: int, lo: int) -> int:
+    return ((hi % 2**64) << 64) | (lo % 2**64)
+
+
 class TickHandler:
     """Builds the instruction block of one timer tick; deterministic for a seed."""
 
@@ -191,6 +201,7 @@ class TimerInterrupts:
         return self._due(self.piece) if self.piece < self._m else self.tick_start + self.period
 
     def _begin_tick(self) -> None:
+        self._tick_rng = self.handler.rng.bit_generator.state      # what the block is drawn from (snapshot)
         self.block = self.handler.block()
         n = len(self.block)
         m = self.noise.pieces(n, self.period)
@@ -238,6 +249,32 @@ class TimerInterrupts:
             while self.piece < self._m and self._due(self.piece) < clock:
                 self.piece += 1
         self.next_due = self._next_due()
+
+    SNAPSHOT_WORDS = 15
+
+    def snapshot(self) -> np.ndarray:
+        """The timer's state as int64 words (:meth:`restore`): where it is in which tick's handler, its counts,
+        and the handler's random state -- as it was before the current tick's block was drawn, which
+        :meth:`restore` draws again, rather than the block itself."""
+        has = self.block is not None
+        rng = self._tick_rng if has else self.handler.rng.bit_generator.state
+        return np.array([int(has), self.tick_start, self.piece, self.pos, self.stop, self.ticks, self.instructions,
+                         self.started, self.next_due, *_split128(rng["state"]["state"]),
+                         *_split128(rng["state"]["inc"]), rng["has_uint32"], rng["uinteger"]], dtype=np.int64)
+
+    def restore(self, words: np.ndarray) -> None:
+        """Put the timer back where :meth:`snapshot` found it (of a timer with the same noise and clock)."""
+        w = [int(x) for x in words]
+        bit = self.handler.rng.bit_generator
+        bit.state = {"bit_generator": bit.state["bit_generator"],
+                     "state": {"state": _join128(w[9], w[10]), "inc": _join128(w[11], w[12])},
+                     "has_uint32": w[13], "uinteger": w[14]}
+        if w[0]:
+            self._begin_tick()                     # the tick's block drawn again (the handler's state moves on)
+        else:
+            self.block, self.bounds = None, []
+        (self.tick_start, self.piece, self.pos, self.stop, self.ticks, self.instructions, self.started,
+         self.next_due) = w[1:9]
 
     def done(self, n: int) -> None:
         """``n`` instructions of the running piece retired."""

@@ -392,19 +392,56 @@ def segment_boundary(spec: SmartsSpec, total: int, seed: int, segment: int) -> i
     return (math.floor(first + (segment_units(spec, n, segment).start - 1) * period) + 1) * spec.unit
 
 
+class _Tally:
+    """The per-unit values of one segment's measured units, as :func:`run_segment` and the live-point replay
+    (:func:`simulator.livepoints.replay_segment`) time them."""
+
+    def __init__(self, machine: Machine, units: int, events: dict[str, str] | None):
+        pmu = machine.platform.pmu
+        self.sources = dict(events) if events is not None else {e: pmu.sources[e] for e in pmu.events}
+        self.names = [k for k, v in machine.counters().items() if isinstance(v, int)]   # the integer counters
+        self.causes = list(machine.core.cycle_stack())
+        self.words = np.zeros((units, len(machine.counter_words())), np.int64)     # their raw words' change per unit
+        self.stacks = np.zeros((units, len(self.causes)))
+        self.cycles, self.instr = np.zeros(units), np.zeros(units)
+
+    def time(self, j: int, machine: Machine, begin: int, unit: int) -> None:
+        """Run ``machine`` in detail to program position ``begin`` (the unit's warm-up) and then time the
+        unit's ``unit`` instructions as unit ``j``."""
+        everything = np.iinfo(np.int64).max
+        machine.advance_to(everything - machine.origin, program_limit=begin)
+        w0, s0 = machine.counter_words(), machine.core.cycle_stack()
+        c0, n0 = machine.core.cycles, machine.core.instructions
+        machine.advance_to(everything - machine.origin, program_limit=begin + unit)
+        self.words[j] = machine.counter_words() - w0
+        s1 = machine.core.cycle_stack()
+        self.stacks[j] = [s1[k] - s0[k] for k in self.causes]
+        self.cycles[j], self.instr[j] = machine.core.cycles - c0, machine.core.instructions - n0
+
+    def sample(self, machine: Machine, detailed: int, warmed: int, skipped: int, host: float,
+               warming_seconds: float, cache_warmed: int = 0) -> SegmentSample:
+        every = machine.counter_columns(self.words)
+        columns = {k: every[k].astype(np.float64) for k in self.names}
+        instr = self.instr
+        rates = {e: np.asarray(v, dtype=np.float64) / instr for e, v in evaluate(self.sources, columns).items()}
+        stack = {c: self.stacks[:, j] / instr for j, c in enumerate(self.causes)}
+        return SegmentSample(self.cycles / instr, rates, stack, columns, detailed, warmed, skipped, host,
+                             warming_seconds, cache_warmed)
+
+
 def run_segment(machine: Machine, spec: SmartsSpec, seed: int = 0, segment: int = 0,
-                events: dict[str, str] | None = None, start: int | None = None) -> SegmentSample:
+                events: dict[str, str] | None = None, start: int | None = None, capture=None) -> SegmentSample:
     """Measure ``segment``'s units (:func:`segment_units`) on ``machine``.  The first segment runs on the
     machine of the run (fresh, or after its ``warm_up``), functionally warmed from there; a later one on a
     fresh machine of the same run, which fast-forwards (:meth:`Machine.fast_forward`) to ``spec.overlap``
     instructions before the warm-up of its first unit and warms from cold caches and predictors from there.
-    ``start``: program instructions before the measured run (default: those ``machine`` has retired)."""
+    ``start``: program instructions before the measured run (default: those ``machine`` has retired).
+    ``capture``: a :class:`simulator.livepoints.Capture` of ``machine``, which records each unit's live-point
+    (the machine's blocks then end at every unit's lead-in and end: the same instructions, cut differently)."""
     start = machine.program_retired if start is None else int(start)
     total = machine.instructions_target - start
     population, n, period, first = _placement(spec, total, seed)
     units = segment_units(spec, n, segment)
-    pmu = machine.platform.pmu
-    sources = dict(events) if events is not None else {e: pmu.sources[e] for e in pmu.events}
     U, W = spec.unit, spec.warmup
     t0 = time.perf_counter()
     skipped = 0
@@ -412,17 +449,11 @@ def run_segment(machine: Machine, spec: SmartsSpec, seed: int = 0, segment: int 
         lead = math.floor(first + units.start * period) * U - W
         skipped = max(0, start + lead - spec.overlap - machine.program_retired)
         machine.fast_forward(skipped)
-    m = len(units)
-    cycles, instr = np.zeros(m), np.zeros(m)
-    names = [k for k, v in machine.counters().items() if isinstance(v, int)]   # the integer counters
-    causes = list(machine.core.cycle_stack())
-    words = np.zeros((m, len(machine.counter_words())), np.int64)     # their raw words' change per unit
-    stacks = np.zeros((m, len(causes)))
+    tally = _Tally(machine, len(units), events)
     detailed = warmed = cache_warmed = 0
     warming_seconds = 0.0
     timed_cycles = timed_instructions = 0.0
     done = machine.program_retired - start             # program instructions since ``start``
-    everything = np.iinfo(np.int64).max
     for j, i in enumerate(units):
         begin = math.floor(first + i * period) * U
         lead = max(done, begin - W)
@@ -430,31 +461,26 @@ def run_segment(machine: Machine, spec: SmartsSpec, seed: int = 0, segment: int 
             measured = timed_cycles / timed_instructions if timed_instructions else 1.0   # the warming clock's CPI
             functional = lead - done if spec.warming is None else min(lead - done, spec.warming)
             tw = time.perf_counter()
+            if capture is not None:
+                machine.fence = start + lead
             if functional < lead - done:              # bounded warming: the rest of the gap cache-warmed first
                 machine.warm_caches(lead - done - functional, cpi=measured)
                 cache_warmed += lead - done - functional
             machine.warm_functionally(functional, cpi=measured)
             warming_seconds += time.perf_counter() - tw
             warmed += functional
-        machine.advance_to(everything - machine.origin, program_limit=start + begin)
-        w0, s0 = machine.counter_words(), machine.core.cycle_stack()
-        c0, n0 = machine.core.cycles, machine.core.instructions
-        machine.advance_to(everything - machine.origin, program_limit=start + begin + U)
-        words[j] = machine.counter_words() - w0
-        s1 = machine.core.cycle_stack()
+        if capture is not None:
+            capture.at_lead(machine)
+            machine.fence = start + begin + U
+        tally.time(j, machine, start + begin, U)
+        if capture is not None:
+            capture.after_unit(machine, start + begin + U)
+        timed_cycles += tally.cycles[j]
+        timed_instructions += tally.instr[j]
         detailed += begin + U - lead
         done = begin + U
-        stacks[j] = [s1[k] - s0[k] for k in causes]
-        cycles[j], instr[j] = machine.core.cycles - c0, machine.core.instructions - n0
-        timed_cycles += cycles[j]
-        timed_instructions += instr[j]
-    host = time.perf_counter() - t0
-    every = machine.counter_columns(words)
-    columns = {k: every[k].astype(np.float64) for k in names}
-    rates = {e: np.asarray(v, dtype=np.float64) / instr for e, v in evaluate(sources, columns).items()}
-    stack = {c: stacks[:, j] / instr for j, c in enumerate(causes)}
-    return SegmentSample(cycles / instr, rates, stack, columns, detailed, warmed, skipped, host, warming_seconds,
-                         cache_warmed)
+    machine.fence = None
+    return tally.sample(machine, detailed, warmed, skipped, time.perf_counter() - t0, warming_seconds, cache_warmed)
 
 
 def combine(spec: SmartsSpec, total: int, seed: int, parts: list[SegmentSample], host_seconds: float) -> SmartsResult:

@@ -1,0 +1,359 @@
+"""Live-points: the warmed state each unit of a SMARTS sample starts from, captured once and replayed.
+
+    result, library = capture_sampled(machine, spec, seed=1, fresh=new_machine)   # a SMARTS run that records
+    again = replay_sampled(library, new_machine)       # the same units, timed with no warming at all
+
+A SMARTS run spends nearly all its time warming the caches, TLBs and predictors between its units
+(:mod:`simulator.smarts`); yet that state depends on the workload and the memory system, not on the core
+that times the units.  Live-points (Wenisch, Wunderlich, Falsafi and Hoe, ISPASS 2006; TurboSMARTS,
+SIGMETRICS 2005) store it once per unit, so that every later run of the sample -- a what-if of the core:
+widths, queues, units, latencies, penalties -- costs its ``n (W + U)`` detailed instructions and no warming.
+
+What a library holds, per unit.  The words of the state that differ from the library's running *image* of
+it (the image starts as a fresh machine's state and takes each unit's words in turn, so a unit's record
+holds what changed since those words were last recorded):
+
+* the memory hierarchy's state (:mod:`simulator.memory.state`): every word outside the sets of the cache
+  levels under LRU replacement -- L1s and L2s under PLRU, TLBs, prefetcher tables and engines, the memory
+  channel, counters -- and, of the LRU levels' sets (the Xeons' and the 7447A's last level, every z10
+  level), only those the unit's detailed run looked up: under LRU every lookup writes a word of its set (a
+  hit its way's stamp, a miss its victim's tag), so a set in which the run changed no word is one it did
+  not read (:meth:`MemoryHierarchy.lru_set_words`);
+* the branch predictors' tables, and the synthesiser's state (the walk's registers and stack, its random
+  state, its streams and its per-instruction counters);
+
+and whole: the program position and the clock at the unit's lead-in (its detailed warm-up's first
+instruction), the core's fetch-line scalars that warming keeps, and the timer's state
+(:meth:`TimerInterrupts.snapshot`).
+
+Exact, with the machine it was captured on.  A replayed unit starts from the image: outside the LRU sets
+it equals the captured state word for word, and the LRU sets the unit reads are among those recorded; the
+pipeline is the replaying machine's own, as its previous unit left it, moved on to the captured clock
+(:meth:`Core.shift_time`), which by induction is the capture's.  So the replay times every unit exactly as
+the capture did (``tests/test_livepoints.py``: every unit's cycles and counters equal).  With another core
+(the library's key leaves the core out) the state is what warming behind the capture's core left: the
+warming clock ran at the capture core's CPI (prefetch engines, the channel's pacing, the timer), and a set
+the other core reads that the capture's did not holds what the image last recorded of it.  That
+approximation is what ``whatif validate`` measures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from whatif.simulator.core import timing as TM
+from whatif.simulator.machine import Machine
+from whatif.simulator.smarts import (SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally, combine,
+                                     run_segment, segment_units)
+
+FORMAT_VERSION = 1
+# per unit: lead-in position, clock, the core's fetch-line scalars (what warming keeps of the core)
+SCALARS = ("lead", "clock", "last_line", "need_access")
+CORE_SCALARS = (TM.S_LAST_LINE, TM.S_NEED_ACCESS)
+
+
+def state_parts(machine: Machine) -> list[np.ndarray]:
+    """Flat views of the state a live-point records, memory first: the memory hierarchy's words, the
+    predictors' tables, the synthesiser's state.  Restoring writes into these arrays in place (the kernels
+    hold them)."""
+    synth = machine.synth
+    arrays = [machine.memory.state.S, *machine.core.predictor_state,
+              synth._state, synth._W, synth._stack, synth._rng, synth._ST]
+    views = [a.reshape(-1) for a in arrays]
+    for a, v in zip(arrays, views):
+        if not np.shares_memory(a, v):
+            raise ValueError("a state array is not contiguous: live-points need views of it")
+    return views
+
+
+def state_key(machine: Machine) -> str:
+    """What a library's state depends on, as a digest: the platform but its core (pipeline, units, latencies,
+    penalties: what a replay may change), the predictor, the workload and the seeds, the timer."""
+    platform = machine.platform.model_dump(mode="json")
+    for k in ("core", "name", "description", "vendor", "model", "pmu"):
+        platform.pop(k, None)
+    synth = machine.synth
+    timer = machine.timer
+    what = {"platform": platform, "predictor": machine.core.predictor_config.kind,
+            "predictor_tables": [a.shape for a in machine.core.predictor_state],
+            "workload": synth.spec.model_dump(mode="json"), "name": synth.name, "seed": synth.seed,
+            "run_seed": synth.run_seed, "memory_seed": machine.memory.seed, "instructions": machine.instructions_target,
+            "timer": None if timer is None else [timer.period, repr(timer.noise)]}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One segment's live-points: unit ``j``'s words are ``index[offsets[j]:offsets[j + 1]]`` (positions in the
+    concatenated state parts) with their ``values``; ``scalars[j]`` (:data:`SCALARS`), ``timer[j]``
+    (:meth:`TimerInterrupts.snapshot`, None without a timer)."""
+    offsets: np.ndarray
+    index: np.ndarray
+    values: np.ndarray
+    scalars: np.ndarray
+    timer: np.ndarray | None
+    widened: int = 0          # units whose record took every differing word of the LRU sets (Capture)
+
+    def __len__(self) -> int:
+        return len(self.scalars)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.offsets, self.index, self.values, self.scalars, self.timer)
+                   if a is not None)
+
+
+@dataclass(frozen=True)
+class LivePoints:
+    """A sample's live-points: its design (spec, seed, the run's start and length), the state key of the
+    machine it was captured on, and a chain per segment."""
+    spec: SmartsSpec
+    seed: int
+    start: int
+    total: int
+    key: str
+    chains: tuple[Chain, ...]
+
+    @property
+    def units(self) -> int:
+        return sum(len(c) for c in self.chains)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for c in self.chains)
+
+
+class _Image:
+    """The library's running image of a machine's state parts, and their place in one index space."""
+
+    def __init__(self, machine: Machine):
+        self.parts = state_parts(machine)
+        self.image = [p.copy() for p in self.parts]
+        self.offsets = np.cumsum([0] + [len(p) for p in self.parts])
+        if self.offsets[-1] >= 2**31:
+            raise ValueError(f"the state has {self.offsets[-1]:,} words: more than live-points index")
+
+
+class _Snapshot:
+    """Everything of ``machine`` a unit's detailed run reads or writes, copied (:meth:`put` puts it back): the
+    state parts, the pipeline, the counters, the timer, the program position."""
+
+    def __init__(self, machine: Machine, parts: list[np.ndarray]):
+        core = machine.core
+        self.arrays = [p.copy() for p in parts] + [a.copy() for a in (*core.state, core.CT, core.CS)]
+        self.timer = None if machine.timer is None else machine.timer.snapshot()
+        self.scalars = (machine.program_retired, machine.pos, machine.os_cycles)
+
+    def put(self, machine: Machine, parts: list[np.ndarray]) -> None:
+        core = machine.core
+        for live, saved in zip([*parts, *core.state, core.CT, core.CS], self.arrays):
+            live[...] = saved
+        if self.timer is not None:
+            machine.timer.restore(self.timer)
+        machine.program_retired, machine.pos, machine.os_cycles = self.scalars
+
+
+class Capture(_Image):
+    """Records the live-point of every unit :func:`~simulator.smarts.run_segment` times on ``machine``, which
+    must be fresh (the image starts from a fresh machine's state, as a replay's does).
+
+    Each record is verified: the unit is timed a second time from the lead-in with the memory, predictor and
+    synthesiser state replaced by the image as the record leaves it, which is what a replay starts from; where
+    the two runs differ (a lookup that wrote nothing: an LRU set a prefetcher only probed, a line found present
+    by a write-back), the record takes every word of the LRU sets that differs from the image too, which makes
+    the image the captured state word for word.  ``verified`` and ``widened`` count the units."""
+
+    def __init__(self, machine: Machine):
+        super().__init__(machine)
+        self.sets = machine.memory.lru_set_words()
+        lru = np.zeros(len(self.parts[0]), bool)
+        self.set_of = []                                  # per LRU level: its set of each memory word (-1: none)
+        for rows in self.sets:
+            lru[rows] = True
+            at = np.full(len(lru), -1, np.int64)
+            at[rows] = np.arange(len(rows))[:, None]
+            self.set_of.append(at)
+        self.outside = ~lru
+        self.records: list[tuple[np.ndarray, np.ndarray]] = []
+        self.scalars: list[list[int]] = []
+        self.timer: list[np.ndarray] = []
+        self._lead: _Snapshot | None = None
+        self.verified = self.widened = 0
+
+    def at_lead(self, machine: Machine) -> None:
+        """The unit's lead-in: the machine warmed and its blocks spent (fenced) here."""
+        if machine.pos < len(machine.block) or machine.synth.position != machine.program_retired:
+            raise ValueError("live-points need the machine's blocks to end at the lead-in (Machine.fence)")
+        self._lead = _Snapshot(machine, self.parts)
+        self.scalars.append([machine.program_retired, machine.core.cycles,
+                             *(int(machine.core.state.S[k]) for k in CORE_SCALARS)])
+        if machine.timer is not None:
+            self.timer.append(machine.timer.snapshot())
+
+    def after_unit(self, machine: Machine, end: int) -> None:
+        """The unit, which ended at program position ``end``, timed: record the words its lead-in state differs
+        in from the image -- of the LRU sets, those of the sets the unit's run changed a word of -- take them
+        into the image, and verify the record (class docstring)."""
+        lead, image = self._lead, self.image
+        memory, seen = lead.arrays[0], image[0]
+        changed = np.flatnonzero(memory != self.parts[0])
+        read = [rows[np.unique(at[changed][at[changed] >= 0])].ravel() for rows, at in zip(self.sets, self.set_of)]
+        words = np.sort(np.concatenate([np.flatnonzero((memory != seen) & self.outside), *read]))
+        index = [words[memory[words] != seen[words]]]
+        index += [np.flatnonzero(x != a) for x, a in zip(lead.arrays[1:len(image)], image[1:])]
+        for idx, x, a in zip(index, lead.arrays, image):
+            a[idx] = x[idx]
+        if not self._replays(machine, end):
+            rest = np.flatnonzero((memory != seen) & ~self.outside)
+            seen[rest] = memory[rest]
+            index[0] = np.union1d(index[0], rest)
+            self.widened += 1
+        self.verified += 1
+        self.records.append((np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
+                             np.concatenate([_as_words(x[idx]) for idx, x in zip(index, lead.arrays)])))
+        self._lead = None
+
+    def _replays(self, machine: Machine, end: int) -> bool:
+        """Whether the unit, timed again from its lead-in with the state parts taken from the image, ends as it
+        did (cycles, counters, every state word); the machine is left as the first run left it."""
+        after = _Snapshot(machine, self.parts)
+        outcome = _outcome(machine)
+        told, machine.on_retired = machine.on_retired, None
+        try:
+            self._lead.put(machine, self.parts)
+            for live, a in zip(self.parts, self.image):
+                live[:] = a
+            machine.advance_to(np.iinfo(np.int64).max - machine.origin, program_limit=end)
+            again = _outcome(machine)
+            return all(np.array_equal(x, y) for x, y in zip(outcome, again))
+        finally:
+            after.put(machine, self.parts)
+            machine.on_retired = told
+
+    def chain(self) -> Chain:
+        sizes = [len(i) for i, _ in self.records]
+        return Chain(np.cumsum([0] + sizes).astype(np.int64),
+                     np.concatenate([i for i, _ in self.records]) if sizes else np.zeros(0, np.int32),
+                     np.concatenate([v for _, v in self.records]) if sizes else np.zeros(0, np.int64),
+                     np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
+                     np.array(self.timer, np.int64) if self.timer else None, self.widened)
+
+
+def _outcome(machine: Machine) -> list[np.ndarray]:
+    """What a later unit of a replay sees of a unit's run, beside the state parts it restores: the pipeline,
+    the counters (the memory's among them), the timer, the program position."""
+    core = machine.core
+    return [*core.state, core.CT, core.CS, machine.counter_words(),
+            np.array([machine.program_retired, machine.pos, machine.os_cycles]),
+            np.zeros(0) if machine.timer is None else machine.timer.snapshot()]
+
+
+def _as_words(x: np.ndarray) -> np.ndarray:
+    """Values of any state array as int64 words, bit for bit where they are 64-bit."""
+    return x.view(np.int64) if x.dtype.itemsize == 8 else x.astype(np.int64)
+
+
+class Replay(_Image):
+    """Puts a fresh ``machine`` into each unit's live-point of ``chain`` in turn (:meth:`restore`)."""
+
+    def __init__(self, machine: Machine, chain: Chain):
+        super().__init__(machine)
+        self.chain = chain
+        self.at = 0
+
+    def restore(self, machine: Machine, j: int) -> None:
+        c = self.chain
+        if j != self.at:
+            raise ValueError(f"live-points are replayed in order: unit {self.at} next, not {j}")
+        lo, hi = c.offsets[j], c.offsets[j + 1]
+        index, values = c.index[lo:hi], c.values[lo:hi]
+        cut = np.searchsorted(index, self.offsets[1:-1])
+        for k, (idx, val) in enumerate(zip(np.split(index, cut), np.split(values, cut))):
+            a = self.image[k]
+            a[idx - self.offsets[k]] = val.view(a.dtype) if a.dtype.itemsize == 8 else val.astype(a.dtype)
+            self.parts[k][:] = a
+        lead, clock, *core = (int(v) for v in c.scalars[j])
+        for k, v in zip(CORE_SCALARS, core):
+            machine.core.state.S[k] = v
+        if machine.timer is not None:
+            machine.timer.restore(c.timer[j])
+        skipped = lead - machine.program_retired
+        machine.program_retired = lead
+        machine.pos = len(machine.block)              # spent: the next block begins at the lead-in
+        if machine.on_retired is not None and skipped > 0:
+            machine.on_retired(skipped)
+        machine.core.shift_time(clock - machine.core.cycles)
+        self.at += 1
+
+
+def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: dict[str, str] | None = None,
+                    fresh: Callable[[], Machine] | None = None) -> tuple[SmartsResult, LivePoints]:
+    """:func:`~simulator.smarts.run_sampled` of a fresh ``machine`` that also captures the sample's live-points
+    (one chain per segment; a later segment on ``fresh()``).  The estimates are the sampled run's (the
+    machine's blocks are cut at every unit's lead-in and end, which leaves the instructions and their timing
+    as they are: a test compares them with a run that does not capture)."""
+    if spec.segments > 1 and fresh is None:
+        raise ValueError(f"a sample of {spec.segments} segments needs `fresh`, a new machine for each later one")
+    if spec.second_run:
+        raise ValueError("live-points record one sample: N = auto would record two")
+    if machine.program_retired:
+        raise ValueError("live-points are captured from a fresh machine (the image starts from its state)")
+    key = state_key(machine)
+    t0 = time.perf_counter()
+    parts, chains = [], []
+    for k in range(spec.segments):
+        m = machine if k == 0 else fresh()
+        capture = Capture(m)
+        parts.append(run_segment(m, spec, seed, k, events, start=0, capture=capture))
+        chains.append(capture.chain())
+    total = machine.instructions_target
+    result = combine(spec, total, seed, parts, time.perf_counter() - t0)
+    return result, LivePoints(spec, seed, 0, total, key, tuple(chains))
+
+
+def replay_segment(machine: Machine, library: LivePoints, segment: int = 0,
+                   events: dict[str, str] | None = None) -> SegmentSample:
+    """Time ``segment``'s units on a fresh ``machine`` from the library's live-points: no warming, no
+    fast-forward; each unit's detailed warm-up and unit run as in :func:`~simulator.smarts.run_segment`."""
+    spec = library.spec
+    population, n, period, first = _placement(spec, library.total, library.seed)
+    units = segment_units(spec, n, segment)
+    chain = library.chains[segment]
+    if len(chain) != len(units):
+        raise ValueError(f"segment {segment} of the library holds {len(chain)} units, the sample {len(units)}")
+    t0 = time.perf_counter()
+    replay = Replay(machine, chain)
+    tally = _Tally(machine, len(units), events)
+    detailed = 0
+    U, W, start = spec.unit, spec.warmup, library.start
+    for j, i in enumerate(units):
+        begin = math.floor(first + i * period) * U
+        replay.restore(machine, j)
+        machine.fence = start + begin + U
+        detailed += start + begin + U - machine.program_retired
+        tally.time(j, machine, start + begin, U)
+    machine.fence = None
+    return tally.sample(machine, detailed, 0, 0, time.perf_counter() - t0, 0.0)
+
+
+def replay_sampled(library: LivePoints, fresh: Callable[[], Machine], events: dict[str, str] | None = None,
+                   check_key: bool = True) -> SmartsResult:
+    """The library's sample timed on machines ``fresh()`` returns (one per segment), from its live-points.
+    The machines must share the library's state key (:func:`state_key`: everything but the core); the
+    result is a :class:`SmartsResult` as the capture's, with no instruction warmed."""
+    t0 = time.perf_counter()
+    parts = []
+    for k in range(len(library.chains)):
+        m = fresh()
+        if check_key and state_key(m) != library.key:
+            raise ValueError("this machine's memory system, predictor, workload, seeds or timer differ from the "
+                             "live-points' (only the core may)")
+        parts.append(replay_segment(m, library, k, events))
+    return combine(library.spec, library.total, library.seed, parts, time.perf_counter() - t0)
