@@ -258,7 +258,13 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                                                                 "(several runs within the physical counters)"),
                  workers: int = typer.Option(1, "--workers", min=1,
                                              help="threads for the S segments of a sampled run (--sample "
-                                                  "smarts:U,W,N,S): side by side, same estimates"),
+                                                  "smarts:U,W,N,S): side by side, same estimates; with "
+                                                  "--live-points replaying, for its units"),
+                 live_points: Optional[Path] = typer.Option(None, "--live-points",
+                                                            help="directory of live-point libraries: a sampled run "
+                                                                 "is replayed from the warmed state stored for its "
+                                                                 "configuration (all but the core), with no warming; "
+                                                                 "the first run stores it"),
                  out: Optional[Path] = typer.Option(None, "--out", "-o", help="write tables, plots, report.html here"),
                  csv_tables: bool = CSV,
                  as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
@@ -268,7 +274,7 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
 
     doc = simulate_command(platform, workload, instructions, set_ or [], sampling, time_scale, seed,
                                           pmu, out, progress=not as_json, warmup=warmup, sample=sample,
-                                          workers=workers)
+                                          workers=workers, live_points=live_points)
     if as_json:
         echo_json(doc)
     else:

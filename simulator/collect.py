@@ -19,6 +19,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 import pandas as pd
 
+from whatif.simulator import livepoints as LP
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.machine import Machine
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
@@ -94,8 +95,7 @@ def check_sampling_feasible(platform: Platform, instructions: int, sampling: Sam
 
 def _machine(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int,
              on_retired: Callable[[int], None] | None = None) -> Machine:
-    m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
-                input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
+    m = _new_machine(platform, workload, spec, program_seed, run_seed)
     m.on_retired = on_retired
     return m.warm_up(spec.warmup) if spec.warmup else m
 
@@ -108,15 +108,15 @@ def pmu_run_count(platform: Platform, pmu: str) -> int:
 
 def simulate_one(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, replicate_seed: int,
                  progress: Callable[[int], None] | None = None,
-                 on_retired: Callable[[int], None] | None = None, workers: int = 1) -> dict[str, Any]:
+                 on_retired: Callable[[int], None] | None = None, workers: int = 1, live_points=None) -> dict[str, Any]:
     """One configuration: totals of every platform event (over several runs in ``physical`` mode), the
     CPI stack and all counters of the first run, and the counter time series when sampling.
     ``progress(1)`` after each run; ``on_retired(n)`` as program instructions retire (warm-ups
     included: (warmup + instructions) x :func:`pmu_run_count` in all); ``workers``: threads for a sampled
-    run's segments (:func:`sampled_one`)."""
+    run's segments, ``live_points``: a store of live-point libraries for it (:func:`sampled_one`)."""
     check_sampling_feasible(platform, spec.instructions, spec.sampling)
     if spec.sample is not None:
-        return sampled_one(platform, workload, spec, program_seed, replicate_seed, on_retired, workers)
+        return sampled_one(platform, workload, spec, program_seed, replicate_seed, on_retired, workers, live_points)
     groups = pmu_groups(platform, spec.pmu)
     n_runs = pmu_run_count(platform, spec.pmu)
     run_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(replicate_seed).spawn(n_runs)]
@@ -165,13 +165,18 @@ def check_sample(spec: CollectSpec, where: str = "--sample") -> None:
     spec.sample.layout(spec.instructions, where)
 
 
+def _new_machine(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int) -> Machine:
+    """A fresh machine of one configuration's run (warm-up and measured instructions), not warmed up."""
+    return Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
+                   input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
+
+
 def _sampled_segment(segment: int, shared: tuple, progress: Callable[[int], None] | None = None) -> SegmentSample:
     """One segment of a sampled run (:func:`sampled_one`) on its own machine; ``progress(n)`` as the program
     instructions of its share of the run retire (a later segment's fast-forward and overlap are the earlier
     segments' share)."""
+    m = _new_machine(*shared)
     platform, workload, spec, program_seed, run_seed = shared
-    m = Machine(platform, workload, spec.warmup + spec.instructions, seed=program_seed, run_seed=run_seed,
-                input_seed=program_seed, noise=spec.noise(), predictor=spec.predictor)
     if segment == 0:
         m.on_retired = progress
         if spec.warmup:
@@ -188,7 +193,8 @@ def _sampled_segment(segment: int, shared: tuple, progress: Callable[[int], None
 
 
 def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, replicate_seed: int,
-                on_retired: Callable[[int], None] | None = None, workers: int = 1) -> dict[str, Any]:
+                on_retired: Callable[[int], None] | None = None, workers: int = 1,
+                live_points=None) -> dict[str, Any]:
     """One configuration as a SMARTS sampled run: the keys of :func:`simulate_one` holding the estimates
     (totals and counters: per-instruction means times the run's instructions; ``cpi``, ``cpi_stack``: unit
     means), and ``sampled`` with every estimate's confidence interval (:meth:`SmartsResult.to_dict`).  The
@@ -198,9 +204,15 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
     each segment's machine is its own), else one after another; the estimates are the same either way.  With
     N = auto a first run too small for its own V is followed by SMARTS's second run (:meth:`SmartsSpec.rerun`),
     whose estimates are reported (``sampled.first_run``: the first's); ``on_retired.restart(label)``, when the
-    callback has it, is told when the second run starts (a progress bar starts over)."""
+    callback has it, is told when the second run starts (a progress bar starts over).  ``live_points``: a store
+    of live-point libraries (``scenarios.results.livepoint_store``, :mod:`simulator.livepoints`):
+    the sample is replayed from its library when the store holds one for this configuration but its core,
+    else run once capturing it (``sampled.live_points`` says which)."""
     check_sample(spec)
     run_seed = int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
+    if live_points is not None:
+        return _reported(platform, *_with_live_points(platform, workload, spec, program_seed, run_seed, on_retired,
+                                                      workers, live_points))
 
     def once(spec: CollectSpec) -> SmartsResult:
         shared = (platform, workload, spec, program_seed, run_seed)
@@ -223,13 +235,47 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
         if restart is not None:
             restart(f"second run, {again.units:,} units")
         result = once(replace(spec, sample=again)).after(result)
+    return _reported(platform, result)
+
+
+def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int,
+                      on_retired: Callable[[int], None] | None, workers: int, store) -> tuple[SmartsResult, dict]:
+    """The sample replayed from the store's library for this configuration, or run capturing it."""
+    def fresh() -> Machine:
+        return _new_machine(platform, workload, spec, program_seed, run_seed)
+
+    first = fresh()
+    key, placed = LP.state_key(first), LP.design(spec.sample, run_seed, spec.warmup, spec.instructions)
+    names = (first.synth.name, platform.name)
+    library, where = store.find(key, placed, *names)
+    here = {"platform": platform.name, "core": LP.core_digest(first)}
+    if library is None:
+        first.on_retired = on_retired
+        result, library = LP.capture_sampled(first, spec.sample, run_seed, fresh=fresh, start=spec.warmup)
+        where = store.keep(library, *names, about=here)
+        action, about = "captured", here
+    else:
+        def counted() -> Machine:
+            m = fresh()
+            m.on_retired = on_retired
+            return m
+        result = LP.replay_sampled(library, counted, workers=workers)
+        action, about = "replayed", where["about"]
+    if on_retired is not None:
+        on_retired(spec.instructions - result.covered_instructions)
+    return result, {"action": action, "library": str(where["path"]), "units": library.units, "bytes": library.nbytes,
+                    "captured_on": about, "exact": about.get("core") == here["core"]}
+
+
+def _reported(platform: Platform, result: SmartsResult, live_points: dict | None = None) -> dict[str, Any]:
+    """The keys of :func:`simulate_one` for a sampled run's result."""
     counters = result.estimated_counters()
     cpi = result.cpi.mean
     return {"totals": {e: v.mean * result.instructions for e, v in result.event_rates.items()},
             "counters": counters, "cpi": cpi, "cpi_stack": {c: v.mean for c, v in result.cpi_stack.items()},
             "seconds": cpi * counters["instructions"] / (platform.clock_ghz * 1e9), "pmu_runs": 1,
             "sim_instructions_per_s": result.effective_instructions_per_s, "timeseries": None,
-            "sampled": result.to_dict()}
+            "sampled": {**result.to_dict(), "live_points": live_points}}
 
 
 def _merged_series(series: list[dict], groups: list[EventGroup] | None) -> pd.DataFrame | None:

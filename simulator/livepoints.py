@@ -13,12 +13,12 @@ What a library holds, per unit.  The words of the state that differ from the lib
 it (the image starts as a fresh machine's state and takes each unit's words in turn, so a unit's record
 holds what changed since those words were last recorded):
 
-* the memory hierarchy's state (:mod:`simulator.memory.state`): every word outside the sets of the cache
-  levels under LRU replacement -- L1s and L2s under PLRU, TLBs, prefetcher tables and engines, the memory
-  channel, counters -- and, of the LRU levels' sets (the Xeons' and the 7447A's last level, every z10
-  level), only those the unit's detailed run looked up: under LRU every lookup writes a word of its set (a
-  hit its way's stamp, a miss its victim's tag), so a set in which the run changed no word is one it did
-  not read (:meth:`MemoryHierarchy.lru_set_words`);
+* the memory hierarchy's state (:mod:`simulator.memory.state`): every word outside the rows that accesses
+  look up together (TLBs, prefetcher tables and engines, counters) and, of those rows -- every cache set,
+  every bucket of the memory channel's calendar (:meth:`MemoryHierarchy.lookup_rows`) -- only the rows the
+  unit's detailed run looked up: a lookup nearly always writes a word of its row (a hit its way's stamp or
+  the set's PLRU bits, a miss its victim's tag, a booking its bucket), so the rows the run changed a word of
+  are taken for those it read, and the record is verified (:class:`Capture`);
 * the branch predictors' tables, and the synthesiser's state (the walk's registers and stack, its random
   state, its streams and its per-instruction counters);
 
@@ -26,13 +26,13 @@ and whole: the program position and the clock at the unit's lead-in (its detaile
 instruction), the core's fetch-line scalars that warming keeps, and the timer's state
 (:meth:`TimerInterrupts.snapshot`).
 
-Exact, with the machine it was captured on.  A replayed unit starts from the image: outside the LRU sets
-it equals the captured state word for word, and the LRU sets the unit reads are among those recorded; the
+Exact, with the machine it was captured on.  A replayed unit starts from the image: outside the rows it
+equals the captured state word for word, and the rows the unit reads are among those recorded; the
 pipeline is the replaying machine's own, as its previous unit left it, moved on to the captured clock
 (:meth:`Core.shift_time`), which by induction is the capture's.  So the replay times every unit exactly as
 the capture did (``tests/test_livepoints.py``: every unit's cycles and counters equal).  With another core
 (the library's key leaves the core out) the state is what warming behind the capture's core left: the
-warming clock ran at the capture core's CPI (prefetch engines, the channel's pacing, the timer), and a set
+warming clock ran at the capture core's CPI (prefetch engines, the channel's pacing, the timer), and a row
 the other core reads that the capture's did not holds what the image last recorded of it.  That
 approximation is what ``whatif validate`` measures.
 """
@@ -43,20 +43,25 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from whatif.simulator.core import timing as TM
 from whatif.simulator.machine import Machine
-from whatif.simulator.smarts import (SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally, combine,
-                                     run_segment, segment_units)
+from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally,
+                                     combine, run_segment, segment_units)
 
 FORMAT_VERSION = 1
+MANIFEST = "livepoints.json"
+CHAIN_ARRAYS = ("offsets", "index", "values", "scalars", "timer")
 # per unit: lead-in position, clock, the core's fetch-line scalars (what warming keeps of the core)
 SCALARS = ("lead", "clock", "last_line", "need_access")
 CORE_SCALARS = (TM.S_LAST_LINE, TM.S_NEED_ACCESS)
+VERIFY_ROUNDS = 4        # reruns that may add the sets a rerun wrote, before a record takes every differing word
 
 
 def state_parts(machine: Machine) -> list[np.ndarray]:
@@ -99,7 +104,8 @@ class Chain:
     values: np.ndarray
     scalars: np.ndarray
     timer: np.ndarray | None
-    widened: int = 0          # units whose record took every differing word of the LRU sets (Capture)
+    extended: int = 0         # units whose record its verification extended (Capture)
+    widened: int = 0          # units whose record took every differing word of the looked-up rows (Capture)
 
     def __len__(self) -> int:
         return len(self.scalars)
@@ -108,6 +114,20 @@ class Chain:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.offsets, self.index, self.values, self.scalars, self.timer)
                    if a is not None)
+
+
+def design(spec: SmartsSpec, seed: int, start: int, total: int) -> dict:
+    """What places a sample's units: U, W, n, the segments and their overlap, bounded warming's B, the seed
+    that draws the first unit, and where the measured run starts and how long it is."""
+    n = spec.layout(total)[1]
+    return {"unit": spec.unit, "warmup": spec.warmup, "units": n, "segments": spec.segments,
+            "overlap": spec.overlap if spec.segments > 1 else 0, "warming": spec.warming, "seed": int(seed),
+            "start": int(start), "instructions": int(total)}
+
+
+def library_id(key: str, placed: dict) -> str:
+    """A library's name for its state key and design (:func:`design`)."""
+    return hashlib.sha256((key + json.dumps(placed, sort_keys=True)).encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -124,6 +144,60 @@ class LivePoints:
     @property
     def units(self) -> int:
         return sum(len(c) for c in self.chains)
+
+    @property
+    def design(self) -> dict:
+        return design(self.spec, self.seed, self.start, self.total)
+
+    @property
+    def id(self) -> str:
+        return library_id(self.key, self.design)
+
+    def save(self, directory: Path, about: dict | None = None) -> None:
+        """Write the library into the existing, empty ``directory``: ``livepoints.json`` (format, key, design,
+        sizes, and ``about``: what captured it) and five ``.npy`` arrays per chain, which :meth:`load` maps."""
+        directory = Path(directory)
+        for k, chain in enumerate(self.chains):
+            for name in CHAIN_ARRAYS:
+                array = getattr(chain, name)
+                if array is not None:
+                    np.save(directory / f"chain{k}.{name}.npy", array, allow_pickle=False)
+        doc = {"whatif_live_points": FORMAT_VERSION, "key": self.key, "design": self.design, "id": self.id,
+               "chains": [{"units": len(c), "words": int(len(c.index)), "extended": c.extended, "widened": c.widened,
+                           "timer": c.timer is not None} for c in self.chains],
+               "bytes": self.nbytes, "about": about or {}}
+        (directory / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> "LivePoints":
+        """The library :meth:`save` wrote into ``directory``, its arrays memory-mapped; raises ValueError naming
+        what is wrong when the directory does not hold one of this format."""
+        directory = Path(directory)
+        try:
+            doc = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{directory}: no readable {MANIFEST} ({exc})") from None
+        if not isinstance(doc, dict) or doc.get("whatif_live_points") != FORMAT_VERSION:
+            raise ValueError(f"{directory}/{MANIFEST}: not a live-point library of format {FORMAT_VERSION}")
+        try:
+            placed = doc["design"]
+            spec = SmartsSpec(unit=placed["unit"], warmup=placed["warmup"], units=placed["units"],
+                              segments=placed["segments"], overlap=placed["overlap"] or DEFAULT_OVERLAP,
+                              warming=placed["warming"])
+            chains = []
+            for k, about in enumerate(doc["chains"]):
+                arrays = {name: np.load(directory / f"chain{k}.{name}.npy", mmap_mode="r", allow_pickle=False)
+                          for name in CHAIN_ARRAYS if name != "timer" or about["timer"]}
+                chains.append(Chain(**{name: arrays.get(name) for name in CHAIN_ARRAYS}, extended=about["extended"],
+                                    widened=about["widened"]))
+            library = cls(spec, placed["seed"], placed["start"], placed["instructions"], doc["key"], tuple(chains))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{directory}: a damaged live-point library ({type(exc).__name__}: {exc})") from None
+        if library.id != doc.get("id") or [len(c) for c in chains] != [a["units"] for a in doc["chains"]] or \
+                any(len(c.offsets) != len(c) + 1 or not c.offsets[-1] == len(c.index) == len(c.values) or
+                    (c.timer is not None and len(c.timer) != len(c)) for c in chains):
+            raise ValueError(f"{directory}: a damaged live-point library (its arrays do not match its manifest)")
+        return library
 
     @property
     def nbytes(self) -> int:
@@ -165,27 +239,28 @@ class Capture(_Image):
     must be fresh (the image starts from a fresh machine's state, as a replay's does).
 
     Each record is verified: the unit is timed a second time from the lead-in with the memory, predictor and
-    synthesiser state replaced by the image as the record leaves it, which is what a replay starts from; where
-    the two runs differ (a lookup that wrote nothing: an LRU set a prefetcher only probed, a line found present
-    by a write-back), the record takes every word of the LRU sets that differs from the image too, which makes
-    the image the captured state word for word.  ``verified`` and ``widened`` count the units."""
+    synthesiser state replaced by the image as the record leaves it, which is what a replay starts from.  Where
+    the two runs end differently (a lookup that wrote nothing: a set a prefetcher only probed, a PLRU hit that
+    left the bits as they were), the rows the second run wrote are added to the record and it is verified
+    again; after :data:`VERIFY_ROUNDS` the record takes every differing word of the rows, which makes the
+    image the captured state word for word.  ``extended`` and ``widened`` count those units."""
 
     def __init__(self, machine: Machine):
         super().__init__(machine)
-        self.sets = machine.memory.lru_set_words()
-        lru = np.zeros(len(self.parts[0]), bool)
-        self.set_of = []                                  # per LRU level: its set of each memory word (-1: none)
+        self.sets = machine.memory.lookup_rows()
+        in_rows = np.zeros(len(self.parts[0]), bool)
+        self.set_of = []                                  # per table of rows: the row of each memory word (-1: none)
         for rows in self.sets:
-            lru[rows] = True
-            at = np.full(len(lru), -1, np.int64)
+            in_rows[rows] = True
+            at = np.full(len(in_rows), -1, np.int64)
             at[rows] = np.arange(len(rows))[:, None]
             self.set_of.append(at)
-        self.outside = ~lru
+        self.outside = ~in_rows
         self.records: list[tuple[np.ndarray, np.ndarray]] = []
         self.scalars: list[list[int]] = []
         self.timer: list[np.ndarray] = []
         self._lead: _Snapshot | None = None
-        self.verified = self.widened = 0
+        self.extended = self.widened = 0
 
     def at_lead(self, machine: Machine) -> None:
         """The unit's lead-in: the machine warmed and its blocks spent (fenced) here."""
@@ -199,30 +274,50 @@ class Capture(_Image):
 
     def after_unit(self, machine: Machine, end: int) -> None:
         """The unit, which ended at program position ``end``, timed: record the words its lead-in state differs
-        in from the image -- of the LRU sets, those of the sets the unit's run changed a word of -- take them
+        in from the image -- of the rows, those of the rows the unit's run changed a word of -- take them
         into the image, and verify the record (class docstring)."""
         lead, image = self._lead, self.image
         memory, seen = lead.arrays[0], image[0]
-        changed = np.flatnonzero(memory != self.parts[0])
-        read = [rows[np.unique(at[changed][at[changed] >= 0])].ravel() for rows, at in zip(self.sets, self.set_of)]
-        words = np.sort(np.concatenate([np.flatnonzero((memory != seen) & self.outside), *read]))
+        words = np.concatenate([np.flatnonzero((memory != seen) & self.outside),
+                                self._set_words(memory, self.parts[0])])
         index = [words[memory[words] != seen[words]]]
         index += [np.flatnonzero(x != a) for x, a in zip(lead.arrays[1:len(image)], image[1:])]
         for idx, x, a in zip(index, lead.arrays, image):
             a[idx] = x[idx]
-        if not self._replays(machine, end):
+        extended = False
+        for _ in range(VERIFY_ROUNDS):
+            rerun = self._rerun(machine, end)
+            if rerun is None:
+                break
+            more = self._set_words(seen, rerun)         # the sets the second run wrote
+            more = more[memory[more] != seen[more]]
+            if not len(more):
+                break
+            seen[more] = memory[more]
+            index[0] = np.union1d(index[0], more)
+            extended = True
+        else:
+            rerun = self._rerun(machine, end)
+        if rerun is not None:                           # still not the unit's run: every differing word of the sets
             rest = np.flatnonzero((memory != seen) & ~self.outside)
             seen[rest] = memory[rest]
             index[0] = np.union1d(index[0], rest)
             self.widened += 1
-        self.verified += 1
+        self.extended += extended
         self.records.append((np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
                              np.concatenate([_as_words(x[idx]) for idx, x in zip(index, lead.arrays)])))
         self._lead = None
 
-    def _replays(self, machine: Machine, end: int) -> bool:
-        """Whether the unit, timed again from its lead-in with the state parts taken from the image, ends as it
-        did (cycles, counters, every state word); the machine is left as the first run left it."""
+    def _set_words(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        """Every word of the rows in which a run changed a word of the memory state, ``before`` to ``after``."""
+        changed = np.flatnonzero(before != after)
+        return np.concatenate([np.zeros(0, np.int64)] + [rows[np.unique(at[changed][at[changed] >= 0])].ravel()
+                                                          for rows, at in zip(self.sets, self.set_of)])
+
+    def _rerun(self, machine: Machine, end: int) -> np.ndarray | None:
+        """Time the unit again from its lead-in with the state parts taken from the image: None when it ends as
+        it did (pipeline, counters, timer, position), else the memory state it ends with.  The machine is left as
+        the first run left it."""
         after = _Snapshot(machine, self.parts)
         outcome = _outcome(machine)
         told, machine.on_retired = machine.on_retired, None
@@ -231,8 +326,9 @@ class Capture(_Image):
             for live, a in zip(self.parts, self.image):
                 live[:] = a
             machine.advance_to(np.iinfo(np.int64).max - machine.origin, program_limit=end)
-            again = _outcome(machine)
-            return all(np.array_equal(x, y) for x, y in zip(outcome, again))
+            if all(np.array_equal(x, y) for x, y in zip(outcome, _outcome(machine))):
+                return None
+            return self.parts[0].copy()
         finally:
             after.put(machine, self.parts)
             machine.on_retired = told
@@ -243,7 +339,7 @@ class Capture(_Image):
                      np.concatenate([i for i, _ in self.records]) if sizes else np.zeros(0, np.int32),
                      np.concatenate([v for _, v in self.records]) if sizes else np.zeros(0, np.int64),
                      np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
-                     np.array(self.timer, np.int64) if self.timer else None, self.widened)
+                     np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened)
 
 
 def _outcome(machine: Machine) -> list[np.ndarray]:
@@ -266,19 +362,15 @@ class Replay(_Image):
     def __init__(self, machine: Machine, chain: Chain):
         super().__init__(machine)
         self.chain = chain
-        self.at = 0
+        self.at = 0                                   # the next unit whose record the image takes
+        self.restored = 0
 
     def restore(self, machine: Machine, j: int) -> None:
+        """Put ``machine`` into unit ``j``'s live-point (units in order, from the chain's first)."""
+        self.roll(j)
+        for live, a in zip(self.parts, self.image):
+            live[:] = a
         c = self.chain
-        if j != self.at:
-            raise ValueError(f"live-points are replayed in order: unit {self.at} next, not {j}")
-        lo, hi = c.offsets[j], c.offsets[j + 1]
-        index, values = c.index[lo:hi], c.values[lo:hi]
-        cut = np.searchsorted(index, self.offsets[1:-1])
-        for k, (idx, val) in enumerate(zip(np.split(index, cut), np.split(values, cut))):
-            a = self.image[k]
-            a[idx - self.offsets[k]] = val.view(a.dtype) if a.dtype.itemsize == 8 else val.astype(a.dtype)
-            self.parts[k][:] = a
         lead, clock, *core = (int(v) for v in c.scalars[j])
         for k, v in zip(CORE_SCALARS, core):
             machine.core.state.S[k] = v
@@ -287,18 +379,33 @@ class Replay(_Image):
         skipped = lead - machine.program_retired
         machine.program_retired = lead
         machine.pos = len(machine.block)              # spent: the next block begins at the lead-in
-        if machine.on_retired is not None and skipped > 0:
-            machine.on_retired(skipped)
+        if machine.on_retired is not None and skipped > 0 and (self.restored or j == 0):
+            machine.on_retired(skipped)               # (a later part's lead-up is the parts' before it)
+        self.restored += 1
         machine.core.shift_time(clock - machine.core.cycles)
-        self.at += 1
+
+    def roll(self, j: int) -> None:
+        """Take the records up to unit ``j``'s into the image (without touching the machine)."""
+        c = self.chain
+        if j < self.at:
+            raise ValueError(f"live-points are replayed in order: unit {self.at} next, not {j}")
+        for u in range(self.at, j + 1):
+            lo, hi = c.offsets[u], c.offsets[u + 1]
+            index, values = c.index[lo:hi], c.values[lo:hi]
+            cut = np.searchsorted(index, self.offsets)
+            for k, a in enumerate(self.image):
+                idx, val = index[cut[k]:cut[k + 1]] - self.offsets[k], values[cut[k]:cut[k + 1]]
+                a[idx] = val.view(a.dtype) if a.dtype.itemsize == 8 else val
+        self.at = j + 1
 
 
 def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: dict[str, str] | None = None,
-                    fresh: Callable[[], Machine] | None = None) -> tuple[SmartsResult, LivePoints]:
+                    fresh: Callable[[], Machine] | None = None, start: int = 0) -> tuple[SmartsResult, LivePoints]:
     """:func:`~simulator.smarts.run_sampled` of a fresh ``machine`` that also captures the sample's live-points
-    (one chain per segment; a later segment on ``fresh()``).  The estimates are the sampled run's (the
-    machine's blocks are cut at every unit's lead-in and end, which leaves the instructions and their timing
-    as they are: a test compares them with a run that does not capture)."""
+    (one chain per segment; a later segment on ``fresh()``), the measured run starting after ``start``
+    instructions functionally warmed.  The estimates are the sampled run's (the machine's blocks are cut at
+    every unit's lead-in and end, which leaves the instructions and their timing as they are: a test compares
+    them with a run that does not capture)."""
     if spec.segments > 1 and fresh is None:
         raise ValueError(f"a sample of {spec.segments} segments needs `fresh`, a new machine for each later one")
     if spec.second_run:
@@ -311,31 +418,39 @@ def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: d
     for k in range(spec.segments):
         m = machine if k == 0 else fresh()
         capture = Capture(m)
-        parts.append(run_segment(m, spec, seed, k, events, start=0, capture=capture))
+        if k == 0 and start:
+            m.fence = start
+            m.warm_functionally(start)
+        parts.append(run_segment(m, spec, seed, k, events, start=start, capture=capture))
         chains.append(capture.chain())
-    total = machine.instructions_target
+    total = machine.instructions_target - start
     result = combine(spec, total, seed, parts, time.perf_counter() - t0)
-    return result, LivePoints(spec, seed, 0, total, key, tuple(chains))
+    return result, LivePoints(spec, seed, start, total, key, tuple(chains))
 
 
-def replay_segment(machine: Machine, library: LivePoints, segment: int = 0,
-                   events: dict[str, str] | None = None) -> SegmentSample:
+def replay_segment(machine: Machine, library: LivePoints, segment: int = 0, events: dict[str, str] | None = None,
+                   part: tuple[int, int] = (0, 1)) -> SegmentSample:
     """Time ``segment``'s units on a fresh ``machine`` from the library's live-points: no warming, no
-    fast-forward; each unit's detailed warm-up and unit run as in :func:`~simulator.smarts.run_segment`."""
+    fast-forward; each unit's detailed warm-up and unit run as in :func:`~simulator.smarts.run_segment`.
+    ``part = (k, K)``: only the k-th of K runs of consecutive units of the segment (the image rolled forward
+    to its first unit; its pipeline starts empty rather than as the unit before left it, which the unit's
+    detailed warm-up refills)."""
     spec = library.spec
     population, n, period, first = _placement(spec, library.total, library.seed)
     units = segment_units(spec, n, segment)
     chain = library.chains[segment]
     if len(chain) != len(units):
         raise ValueError(f"segment {segment} of the library holds {len(chain)} units, the sample {len(units)}")
+    k, parts = part
+    mine = range(k * len(units) // parts, (k + 1) * len(units) // parts)
     t0 = time.perf_counter()
     replay = Replay(machine, chain)
-    tally = _Tally(machine, len(units), events)
+    tally = _Tally(machine, len(mine), events)
     detailed = 0
-    U, W, start = spec.unit, spec.warmup, library.start
-    for j, i in enumerate(units):
-        begin = math.floor(first + i * period) * U
-        replay.restore(machine, j)
+    U, start = spec.unit, library.start
+    for j, u in enumerate(mine):
+        begin = math.floor(first + units[u] * period) * U
+        replay.restore(machine, u)
         machine.fence = start + begin + U
         detailed += start + begin + U - machine.program_retired
         tally.time(j, machine, start + begin, U)
@@ -343,17 +458,32 @@ def replay_segment(machine: Machine, library: LivePoints, segment: int = 0,
     return tally.sample(machine, detailed, 0, 0, time.perf_counter() - t0, 0.0)
 
 
+def core_digest(machine: Machine) -> str:
+    """The core a library was captured on, as a digest (a replay on it is exact)."""
+    return hashlib.sha256(json.dumps(machine.platform.core.model_dump(mode="json"), sort_keys=True).encode()
+                          ).hexdigest()[:16]
+
+
 def replay_sampled(library: LivePoints, fresh: Callable[[], Machine], events: dict[str, str] | None = None,
-                   check_key: bool = True) -> SmartsResult:
-    """The library's sample timed on machines ``fresh()`` returns (one per segment), from its live-points.
-    The machines must share the library's state key (:func:`state_key`: everything but the core); the
-    result is a :class:`SmartsResult` as the capture's, with no instruction warmed."""
+                   workers: int = 1, check_key: bool = True) -> SmartsResult:
+    """The library's sample timed on machines ``fresh()`` returns, from its live-points, in ``workers`` threads
+    (each segment's units cut into ``workers`` runs side by side, :func:`replay_segment`).  The machines must
+    share the library's state key (:func:`state_key`: everything but the core); the result is a
+    :class:`SmartsResult` as the capture's, with no instruction warmed."""
     t0 = time.perf_counter()
-    parts = []
-    for k in range(len(library.chains)):
+    jobs = [(segment, (k, workers)) for segment in range(len(library.chains)) for k in range(workers)]
+
+    def one(job) -> SegmentSample:
         m = fresh()
         if check_key and state_key(m) != library.key:
             raise ValueError("this machine's memory system, predictor, workload, seeds or timer differ from the "
                              "live-points' (only the core may)")
-        parts.append(replay_segment(m, library, k, events))
-    return combine(library.spec, library.total, library.seed, parts, time.perf_counter() - t0)
+        return replay_segment(m, library, job[0], events, part=job[1])
+
+    if workers <= 1:
+        parts = [one(job) for job in jobs]
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="live-points") as pool:
+            parts = list(pool.map(one, jobs))
+    result = combine(library.spec, library.total, library.seed, parts, time.perf_counter() - t0)
+    return replace(result, worker_seconds=sum(p.host_seconds for p in parts))

@@ -266,13 +266,15 @@ class TimerInterrupts:
         """Put the timer back where :meth:`snapshot` found it (of a timer with the same noise and clock)."""
         w = [int(x) for x in words]
         bit = self.handler.rng.bit_generator
-        bit.state = {"bit_generator": bit.state["bit_generator"],
-                     "state": {"state": _join128(w[9], w[10]), "inc": _join128(w[11], w[12])},
-                     "has_uint32": w[13], "uinteger": w[14]}
-        if w[0]:
-            self._begin_tick()                     # the tick's block drawn again (the handler's state moves on)
-        else:
-            self.block, self.bounds = None, []
+        state = {"bit_generator": bit.state["bit_generator"],
+                 "state": {"state": _join128(w[9], w[10]), "inc": _join128(w[11], w[12])},
+                 "has_uint32": w[13], "uinteger": w[14]}
+        if not (w[0] and self.block is not None and self._tick_rng == state):   # (else: that tick's block is here)
+            bit.state = state
+            if w[0]:
+                self._begin_tick()                 # the tick's block drawn again (the handler's state moves on)
+            else:
+                self.block, self.bounds = None, []
         (self.tick_start, self.piece, self.pos, self.stop, self.ticks, self.instructions, self.started,
          self.next_due) = w[1:9]
 

@@ -4,17 +4,25 @@ and nothing else; a core what-if replayed lands near its own sampled run; the ti
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from whatif.cli import app
+from whatif.scenarios.results.livepoint_store import LivePointStore
 from whatif.simulator import livepoints as LP
 from whatif.simulator.isa import isa_for
-from whatif.simulator.livepoints import capture_sampled, replay_sampled, state_key
+from whatif.simulator.livepoints import LivePoints, capture_sampled, replay_sampled, state_key
 from whatif.simulator.machine import Machine
 from whatif.simulator.osnoise import TimerInterrupts, TimerNoise
 from whatif.simulator.platform import load_platform
 from whatif.simulator.smarts import SmartsSpec, run_sampled
 from whatif.simulator.workload import load_workload
+
+runner = CliRunner()
 
 
 def machines(platform_name: str, workload: str, instructions: int, overrides: tuple[str, ...] = ()):
@@ -53,13 +61,13 @@ def test_a_replay_times_every_unit_as_the_capture_did(platform_name, workload, s
 
 
 def test_without_the_records_verification_a_replay_goes_wrong(monkeypatch):
-    """On the Harpertown's L2 (LRU, the last level, prefetched into) a quarter of omnetpp's units read a set
-    their run wrote no word of (a prefetch that found its line present): verification widens those records."""
+    """On the Harpertown (its L2 the last level, prefetched into) some of omnetpp's units read a row their run
+    wrote no word of (a prefetch that found its line present): verification extends those records."""
     fresh = machines("harpertown", "471.omnetpp", 1_500_000)
     spec = SmartsSpec(units=40)
     captured, library = capture_sampled(fresh(), spec, seed=1)
-    assert library.chains[0].widened >= 4
-    monkeypatch.setattr(LP.Capture, "_replays", lambda self, machine, end: True)
+    assert library.chains[0].extended >= 2 and library.chains[0].widened == 0
+    monkeypatch.setattr(LP.Capture, "_rerun", lambda self, machine, end: None)
     careless = replay_sampled(capture_sampled(fresh(), spec, seed=1)[1], fresh)
     assert not np.array_equal(careless.unit_cpi, captured.unit_cpi)
 
@@ -117,3 +125,102 @@ def test_a_restored_timer_runs_on_as_the_one_it_was_taken_from(pieces):
     walk(timer, 7)
     twin.restore(timer.snapshot())
     assert walk(twin, 20) == walk(timer, 20)
+
+
+# ----------------------------------------------------------------------------- the store and the CLI
+def simulate(*extra, store=None):
+    args = ["simulate", "-p", "nehalem", "-w", "403.gcc", "-n", "1500000", "--sample", "smarts:1000,2000,40",
+            *extra]
+    if store is not None:
+        args += ["--live-points", str(store)]
+    return runner.invoke(app, [*args, "--json"])
+
+
+def test_cli_captures_once_then_replays_the_units_exactly_and_a_core_what_if_from_the_same_library(tmp_path):
+    store = tmp_path / "lp"
+    plain = json.loads(simulate().stdout)["sampled"]
+    first = simulate(store=store)
+    assert first.exit_code == 0, first.stderr
+    captured = json.loads(first.stdout)["sampled"]
+    assert captured["live_points"]["action"] == "captured" and captured["live_points"]["units"] == 40
+    assert captured["cpi"] == plain["cpi"] and captured["event_rates"] == plain["event_rates"]
+    library = Path(captured["live_points"]["library"])
+    assert library.parent == store and (store / "whatif-live-points.json").is_file()
+    stamp = {p.name: p.stat().st_mtime_ns for p in library.iterdir()}
+    again = json.loads(simulate(store=store).stdout)["sampled"]
+    assert again["live_points"]["action"] == "replayed" and again["live_points"]["exact"]
+    assert again["cpi"] == captured["cpi"] and again["cpi_stack"] == captured["cpi_stack"]
+    assert again["warmed_instructions"] == 0 and again["host_seconds"] < captured["host_seconds"]
+    assert {p.name: p.stat().st_mtime_ns for p in library.iterdir()} == stamp          # read, not rewritten
+    small = json.loads(simulate("--set", "core.rob_entries=48", store=store).stdout)["sampled"]
+    own = json.loads(simulate("--set", "core.rob_entries=48").stdout)["sampled"]
+    assert small["live_points"]["action"] == "replayed" and not small["live_points"]["exact"]
+    assert small["live_points"]["library"] == str(library)
+    assert small["cpi"]["mean"] == pytest.approx(own["cpi"]["mean"], rel=0.02) != captured["cpi"]["mean"]
+    shown = runner.invoke(app, ["simulate", "-p", "nehalem", "-w", "403.gcc", "-n", "1500000", "--sample",
+                                "smarts:1000,2000,40", "--live-points", str(store), "--set", "core.rob_entries=48"])
+    said = " ".join(shown.stdout.split())
+    assert "replayed from live-points, no warming (captured on another nehalem core" in said
+    other = json.loads(simulate("--set", "caches.L3.size_kb=4096", store=store).stdout)["sampled"]
+    assert other["live_points"]["action"] == "captured" and other["live_points"]["library"] != str(library)
+
+
+def test_cli_replays_with_workers_and_a_warm_up(tmp_path):
+    store = tmp_path / "lp"
+    captured = json.loads(simulate("--warmup", "300000", store=store).stdout)["sampled"]
+    both = simulate("--warmup", "300000", "--workers", "2", store=store)
+    assert both.exit_code == 0, both.stderr
+    replayed = json.loads(both.stdout)["sampled"]
+    assert replayed["live_points"]["action"] == "replayed" and replayed["units"] == 40
+    # the second half's first unit starts from an empty pipeline: every other unit is timed as captured
+    assert replayed["cpi"]["mean"] == pytest.approx(captured["cpi"]["mean"], rel=2e-3)
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda p: p.write_text("x"), "is a file, not a directory of live-point libraries"),
+    (lambda p: (p.mkdir(), (p / "notes.txt").write_text("mine")), "a directory whatif did not make as a live-point"),
+])
+def test_cli_refuses_a_foreign_store_and_touches_nothing(tmp_path, make, fragment):
+    store = tmp_path / "lp"
+    make(store)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    r = simulate(store=store)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and fragment in r.stderr, r.stderr
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_cli_refuses_a_damaged_library_and_bad_combinations(tmp_path):
+    store = tmp_path / "lp"
+    library = Path(json.loads(simulate(store=store).stdout)["sampled"]["live_points"]["library"])
+    (library / "chain0.values.npy").write_bytes(b"not numpy")
+    r = simulate(store=store)
+    assert r.exit_code == 2 and "a damaged live-point library" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert (library / "chain0.values.npy").read_bytes() == b"not numpy"
+    for args, fragment in ((["--sample", "smarts:1000,2000,auto"], "(not auto)"), ([], None)):
+        if fragment is None:
+            r = runner.invoke(app, ["simulate", "-p", "nehalem", "-w", "403.gcc", "--live-points", str(store)])
+            fragment = "give --sample"
+        else:
+            r = runner.invoke(app, ["simulate", "-p", "nehalem", "-w", "403.gcc", "-n", "1500000", *args,
+                                    "--live-points", str(tmp_path / "other")])
+        assert r.exit_code == 2 and fragment in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_library_saved_and_loaded_is_the_same_and_a_killed_capture_leaves_no_library(tmp_path):
+    fresh = machines("nehalem", "464.h264ref", 600_000)
+    captured, library = capture_sampled(fresh(), SmartsSpec(units=20), seed=1)
+    library.save(tmp_path)
+    loaded = LivePoints.load(tmp_path)
+    assert loaded.id == library.id and loaded.design == library.design and loaded.key == library.key
+    for a, b in zip(loaded.chains, library.chains):
+        for name in LP.CHAIN_ARRAYS:
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert_same_units(replay_sampled(loaded, fresh), captured)
+    store = LivePointStore(tmp_path / "store")
+    leftover = tmp_path / "store" / ".x.whatif-stage-999999999-1-0123abcd"
+    leftover.mkdir(parents=True)
+    (tmp_path / "store" / "whatif-live-points.json").write_text('{"whatif_live_point_store": 1}')
+    where = store.keep(library, "h264ref", "nehalem", {"platform": "nehalem"})
+    assert LivePoints.load(where["path"]).id == library.id
+    assert [p.name for p in (tmp_path / "store").iterdir() if p.name.startswith(".")] == [leftover.name]

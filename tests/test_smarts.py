@@ -673,7 +673,7 @@ def test_cli_workers_without_segments_is_one_line_and_exit_2(tmp_path):
         assert r.exit_code == 2, r.stderr
         assert r.stderr.strip().splitlines() == [
             "whatif: error: --workers 2 runs the segments of a sampled run side by side: give them with --sample "
-            "smarts:U,W,N,S (S >= 2 segments)"]
+            "smarts:U,W,N,S (S >= 2 segments), or replay its units with --live-points"]
         assert not (tmp_path / "out").exists()
 
 

@@ -10,6 +10,7 @@ from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.measure import SimulateSpec, compile_kernels
 from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
 from whatif.scenarios.results.directory import write_results_dir
+from whatif.scenarios.results.livepoint_store import LivePointStore
 from whatif.scenarios.results.progress import progress_bar
 from whatif.scenarios.results.writer import check_results_target
 from whatif.simulator.collect import check_sample, pmu_run_count, simulate_one
@@ -22,13 +23,21 @@ from whatif.simulator.workload import load_workload
 
 def simulate_command(platform_name: str, workload: str, instructions: int, overrides: list[str],
                      sampling: str | None, time_scale: float, seed: int, pmu: str, out, progress: bool,
-                     warmup: int = 0, sample: str | None = None, workers: int = 1) -> dict:
+                     warmup: int = 0, sample: str | None = None, workers: int = 1,
+                     live_points: str | None = None) -> dict:
     """``seed`` is the program seed (binary and input); the replicate seed is drawn from it.  ``sample``:
     ``smarts[:U,W,N[,S[,B]]]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
-    confidence intervals); ``workers``: threads that run its S segments side by side."""
+    confidence intervals); ``workers``: threads that run its S segments side by side (or, replayed from
+    live-points, its units); ``live_points``: a directory of live-point libraries, the sample replayed from
+    this configuration's when there is one, else run capturing it."""
     started = time.perf_counter()
     if out is not None:
         check_results_target(out)
+    store = None
+    if live_points is not None:
+        if sample is None:
+            raise ScenarioError("--live-points stores the warmed state of a sampled run's units: give --sample")
+        store = LivePointStore(live_points)
     platform = load_platform(platform_name, overrides)
     try:
         spec = SimulateSpec(instructions=instructions, warmup=warmup, time_scale=time_scale, pmu=pmu,
@@ -41,14 +50,16 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     load_workload(workload)                 # an unknown name fails now, listing the known ones
     collect = spec.collect_spec("--sample")
     check_sample(collect, "--sample")
-    if workers > 1 and (collect.sample is None or collect.sample.segments == 1):
+    if store is not None and collect.sample.second_run:
+        raise ScenarioError("--live-points stores one sample's units: give N in --sample smarts:U,W,N (not auto)")
+    if workers > 1 and store is None and (collect.sample is None or collect.sample.segments == 1):
         raise ScenarioError(f"--workers {workers} runs the segments of a sampled run side by side: give them with "
-                            f"--sample smarts:U,W,N,S (S >= 2 segments)")
+                            f"--sample smarts:U,W,N,S (S >= 2 segments), or replay its units with --live-points")
     compile_kernels(progress)
     total = (collect.warmup + collect.instructions) * pmu_run_count(platform, collect.pmu)
     with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance:
         res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed, on_retired=advance,
-                           workers=workers)
+                           workers=workers, live_points=store)
     if collect.sampling is not None and (res["timeseries"] is None or len(res["timeseries"]) == 0):
         raise SimulatorInputError(f"the run of {instructions:,} instructions ended before the first sampling "
                                   f"interval closed; give more instructions or a shorter --sampling")

@@ -62,6 +62,16 @@ def print_sampled_summary(doc: dict, console) -> None:
                   f"{smp['effective_instructions_per_s'] / 1e6:.2f} M instructions/s effective")
     console.print(f"CPI {cpi['mean']:.4f} ± {cpi['half_width']:.4f} (± {cpi['relative_error']:.1%} at {conf}: "
                   f"[{cpi['ci'][0]:.4f}, {cpi['ci'][1]:.4f}]; V = {cpi['cv']:.3f})")
+    lp = smp.get("live_points")
+    if lp is not None:
+        if lp["action"] == "captured":
+            said = f"live-points captured: {lp['units']:,} units' warmed state stored ({lp['bytes'] / 1e6:,.1f} MB)"
+        else:
+            core = "captured on this core: the units as the capture timed them" if lp["exact"] else \
+                (f"captured on another {lp['captured_on'].get('platform')} core: the units start from the state "
+                 f"its warming left")
+            said = f"replayed from live-points, no warming ({core})"
+        console.print(f"{said}; {lp['library']}")
     first = smp.get("first_run")
     if first is not None:
         est = first["cpi"]

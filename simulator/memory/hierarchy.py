@@ -360,24 +360,26 @@ class MemoryHierarchy:
             np.maximum(words - end, 0, out=words)
         return self
 
-    def lru_set_words(self) -> list[np.ndarray]:
-        """Per cache level under LRU replacement, the state words of each of its sets, a row per set: its ways'
-        tags and metadata, its bits word and (with timed prefetch arrival) its ways' ready times.  Under LRU
-        every access that looks a set up writes a word of its row (a hit the way's stamp, a miss the victim's
-        tag), which is how live-points (:mod:`simulator.livepoints`) tell the sets a detailed run read."""
+    def lookup_rows(self) -> list[np.ndarray]:
+        """The state words an access looks up together, as tables with a row per group: per cache level, its
+        sets (the ways' tags and metadata, the set's bits word and, with timed prefetch arrival, the ways' ready
+        times); and the memory channel's calendar buckets (bucket number, time taken).  An access that looks a
+        row up nearly always writes a word of it (a hit its way's stamp or the set's PLRU bits, a miss its
+        victim's tag, a booking its bucket), which is how live-points (:mod:`simulator.livepoints`) tell the
+        rows a unit's run read, and verify the exceptions."""
         S = self.state.S
         C = S[L.C0:L.N0].reshape(-1, L.NCOL)
         rows = []
         for i, name in enumerate(self.level_names):
             c = self.platform.caches[name]
-            if c.replacement != "lru":
-                continue
             ways, s = c.associativity, np.arange(c.sets * c.slices)[:, None]
             cols = [C[i, L.C_TAG0] + s * ways + np.arange(ways), C[i, L.C_META0] + s * (ways * L.MW) +
                     np.arange(ways * L.MW), C[i, L.C_BITS0] + s]
             if S[L.G_READY0 + i]:
                 cols.append(S[L.G_READY0 + i] + s * ways + np.arange(ways))
             rows.append(np.concatenate(cols, axis=1))
+        if S[L.G_CH_UNITS]:
+            rows.append(S[L.G_CH_RING] + np.arange(2 * L.CH_BUCKETS).reshape(-1, 2))
         return rows
 
     def time_dependent_words(self) -> np.ndarray:

@@ -1,0 +1,96 @@
+"""A directory of live-point libraries (``whatif simulate --live-points DIR``): one library per configuration's
+state key and sample design (:mod:`simulator.livepoints`), found by name, written once and never replaced.
+
+    DIR/whatif-live-points.json           the store's marker
+    DIR/<workload>-<platform>-<id>/       a library: livepoints.json and its .npy arrays
+
+What may be at ``DIR``: nothing (the store is made when the first library is kept), an empty directory, or a
+store whatif made (its marker); anything else -- a file, a directory holding other things -- is refused with
+one line, and nothing is touched.  A library is written into a staging directory next to its name and renamed
+into place when complete (a killed run leaves a staging directory that the next one removes, never a library
+that looks complete); one that is there is read, not rewritten, and a damaged one is refused, not replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+from whatif import __version__
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.results.writer import _staging_name, atomic_write_text, clean_leftovers
+from whatif.simulator.livepoints import LivePoints, library_id
+
+MARKER = "whatif-live-points.json"
+STORE_FORMAT = 1
+
+
+def _is_marker(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("whatif_live_point_store") == STORE_FORMAT
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+        return False
+
+
+class LivePointStore:
+    """The store at ``path`` (checked now: a foreign file or directory raises :class:`ScenarioError`)."""
+
+    def __init__(self, path: str | os.PathLike, label: str = "--live-points"):
+        self.path = Path(path)
+        self.label = label
+        p = self.path
+        if p.is_symlink() and not p.exists():
+            raise ScenarioError(f"{label} {p}: is a dangling symbolic link")
+        if p.exists():
+            if not p.is_dir():
+                raise ScenarioError(f"{label} {p}: is a file, not a directory of live-point libraries")
+            if any(os.scandir(p)) and not _is_marker(p / MARKER):
+                raise ScenarioError(f"{label} {p}: a directory whatif did not make as a live-point store (no "
+                                    f"{MARKER}); name a new or empty directory")
+
+    def name(self, key: str, design: dict, workload: str, platform: str) -> str:
+        slug = re.sub(r"[^A-Za-z0-9_.+-]+", "_", f"{workload}-{platform}").strip("._")
+        return f"{slug}-{library_id(key, design)}"
+
+    def find(self, key: str, design: dict, workload: str, platform: str) -> tuple[LivePoints | None, dict]:
+        """The library of this state key and design, with where it is and what captured it; (None, where) when
+        the store has none."""
+        where = {"path": self.path / self.name(key, design, workload, platform), "about": {}}
+        if not where["path"].exists():
+            return None, where
+        try:
+            library = LivePoints.load(where["path"])
+            where["about"] = json.loads((where["path"] / "livepoints.json").read_text(encoding="utf-8"))["about"]
+        except (ValueError, OSError, KeyError) as exc:
+            raise ScenarioError(f"{self.label}: {exc}; move it away to capture it again") from None
+        if library.key != key or library.design != design:
+            raise ScenarioError(f"{self.label} {where['path']}: holds another configuration's live-points")
+        return library, where
+
+    def keep(self, library: LivePoints, workload: str, platform: str, about: dict) -> dict:
+        """Write ``library`` into the store (made if need be); returns where it is.  Another process that kept
+        the same library first wins: its copy stays, this one is dropped."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        marker = self.path / MARKER
+        if not marker.exists():
+            atomic_write_text(marker, json.dumps({"whatif_live_point_store": STORE_FORMAT}) + "\n", _is_marker)
+        target = self.path / self.name(library.key, library.design, workload, platform)
+        clean_leftovers(target)
+        stage = self.path / _staging_name(target.name, "stage")
+        stage.mkdir()
+        about = {**about, "whatif_version": __version__}
+        try:
+            library.save(stage, about)
+            try:
+                os.rename(stage, target)
+            except OSError:
+                if not target.exists():
+                    raise
+                shutil.rmtree(stage)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        return {"path": target, "about": about}
