@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -49,7 +50,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from numba import njit
 
+from whatif.jitcache import drop_stale_caches
 from whatif.simulator.core import timing as TM
 from whatif.simulator.machine import Machine
 from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally,
@@ -334,11 +337,15 @@ class Capture(_Image):
             machine.on_retired = told
 
     def chain(self) -> Chain:
-        sizes = [len(i) for i, _ in self.records]
-        return Chain(np.cumsum([0] + sizes).astype(np.int64),
-                     np.concatenate([i for i, _ in self.records]) if sizes else np.zeros(0, np.int32),
-                     np.concatenate([v for _, v in self.records]) if sizes else np.zeros(0, np.int64),
-                     np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
+        """The records as one chain (taken from the capture as they are copied: a library of gigabytes is
+        never held twice)."""
+        offsets = np.cumsum([0] + [len(i) for i, _ in self.records]).astype(np.int64)
+        index, values = np.empty(offsets[-1], np.int32), np.empty(offsets[-1], np.int64)
+        for j in range(len(self.records)):
+            index[offsets[j]:offsets[j + 1]], values[offsets[j]:offsets[j + 1]] = self.records[j]
+            self.records[j] = None
+        self.records = []
+        return Chain(offsets, index, values, np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
                      np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened)
 
 
@@ -349,6 +356,14 @@ def _outcome(machine: Machine) -> list[np.ndarray]:
     return [*core.state, core.CT, core.CS, machine.counter_words(),
             np.array([machine.program_retired, machine.pos, machine.os_cycles]),
             np.zeros(0) if machine.timer is None else machine.timer.snapshot()]
+
+
+@njit(nogil=True, cache=True)
+def _scatter(a, index, values, base):
+    """``a[index - base] = values``, each int64 word cast to ``a``'s type bit for bit (unsigned 64-bit words
+    and narrower types as :func:`_as_words` stored them); without the GIL, so that replays run side by side."""
+    for i in range(len(index)):
+        a[index[i] - base] = values[i]
 
 
 def _as_words(x: np.ndarray) -> np.ndarray:
@@ -394,8 +409,8 @@ class Replay(_Image):
             index, values = c.index[lo:hi], c.values[lo:hi]
             cut = np.searchsorted(index, self.offsets)
             for k, a in enumerate(self.image):
-                idx, val = index[cut[k]:cut[k + 1]] - self.offsets[k], values[cut[k]:cut[k + 1]]
-                a[idx] = val.view(a.dtype) if a.dtype.itemsize == 8 else val
+                if cut[k + 1] > cut[k]:
+                    _scatter(a, index[cut[k]:cut[k + 1]], values[cut[k]:cut[k + 1]], self.offsets[k])
         self.at = j + 1
 
 
@@ -487,3 +502,6 @@ def replay_sampled(library: LivePoints, fresh: Callable[[], Machine], events: di
             parts = list(pool.map(one, jobs))
     result = combine(library.spec, library.total, library.seed, parts, time.perf_counter() - t0)
     return replace(result, worker_seconds=sum(p.host_seconds for p in parts))
+
+
+drop_stale_caches("livepoints", (sys.modules[__name__],))
