@@ -224,3 +224,16 @@ def test_a_library_saved_and_loaded_is_the_same_and_a_killed_capture_leaves_no_l
     where = store.keep(library, "h264ref", "nehalem", {"platform": "nehalem"})
     assert LivePoints.load(where["path"]).id == library.id
     assert [p.name for p in (tmp_path / "store").iterdir() if p.name.startswith(".")] == [leftover.name]
+
+
+def test_validate_live_points_check_passes_on_every_platform_quick():
+    from whatif.scenarios.checks.registry import registered_checks
+    from whatif.simulator.platform import platform_names
+
+    rows = registered_checks()["live-points: replayed units against the capture, and a core what-if against its "
+                               "own sampled run"](True)
+    assert len(rows) == 4 * len(platform_names())
+    assert sum("every estimate equal to the capture's" in r.detail for r in rows) == 2 * len(platform_names())
+    assert sum("core.rob_entries" in r.name for r in rows) == 2 * (len(platform_names()) - 1)
+    failed = [(r.name, r.expected, r.measured, r.detail) for r in rows if not r.passed]
+    assert not failed

@@ -3,7 +3,8 @@ CPI a sampled run estimates against the CPI of the full detailed run of the same
 placement and timer phase (:func:`simulator.collect.simulate_one` both times), the sample taken in one
 segment and in four (each later one fast-forwarded to its start and warmed from cold caches and predictors
 for a quarter of the run); bounded warming against full warming of the same units (:mod:`simulator.smarts`);
-and functional warming's clock, which the memory channel paces (:mod:`simulator.core.warming`).
+functional warming's clock, which the memory channel paces (:mod:`simulator.core.warming`); and live-points
+(:mod:`simulator.livepoints`), replayed on the core they were captured on and on a narrower one.
 
 The full run's CPI is the truth; the sampled estimate passes when the truth lies in its confidence
 interval (99.7 %) or within +-3 % of it (the issue's acceptance: a CPI within +-3 % at 99.7 % confidence,
@@ -113,6 +114,66 @@ def bounded_against_full_warming(quick: bool) -> list[CheckResult]:
                 f"{bounded['cache_warmed_instructions']:,} cache-warmed, {bounded['warmed_instructions']:,} "
                 f"functionally; bias {bias:+.2%} against full warming, error {error:+.2%} against the full detailed "
                 f"run ({truth:.4f}; CI ± {est['relative_error']:.1%})"))
+    return out
+
+
+# live-points: (program instructions, units)
+LIVE_QUICK = (2_000_000, 100)
+LIVE_FULL = (20_000_000, 400)
+
+
+def narrower(platform) -> tuple[str, int]:
+    """The core what-if the live-points check replays: a quarter of the reorder buffer (a CPI 30-60 % higher
+    on the Xeons and the 7447A, the warming clock the capture's), or half the issue width where the buffer is
+    a group or two (the in-order z10)."""
+    rob = platform.core.rob_entries
+    return ("core.rob_entries", rob // 4) if rob >= 8 else ("core.issue_width", max(1, platform.core.issue_width // 2))
+
+
+@register_check("live-points: replayed units against the capture, and a core what-if against its own sampled run")
+def live_points_replayed(quick: bool) -> list[CheckResult]:
+    """A sample captured into a store of live-points (:mod:`simulator.livepoints`) and replayed from it: on the
+    core it was captured on, every unit must time as it did in the capture (cycles and every counter); on a
+    narrower core (:func:`narrower`), the replayed estimate (its units starting from the state the capture's warming
+    left) passes within +-3 % of that core's own sampled run of the same units (the approximation's bias)."""
+    import tempfile
+
+    from whatif.scenarios.results.livepoint_store import LivePointStore
+
+    instructions, units = LIVE_QUICK if quick else LIVE_FULL
+    out = []
+    with tempfile.TemporaryDirectory(prefix="whatif-validate-live-points-") as root:
+        store = LivePointStore(root)
+        for name in platform_names():
+            platform = load_platform(name)
+            key, value = narrower(platform)
+            other = load_platform(name, [f"{key}={value}"])
+            for workload in WORKLOADS:
+                spec = CollectSpec(instructions=instructions, sample=SmartsSpec(units=units))
+
+                def run(p, keep=store):
+                    res = simulate_one(p, workload, spec, program_seed=SEED, replicate_seed=SEED, live_points=keep)
+                    return res["sampled"]
+
+                captured, replayed = run(platform), run(platform)
+                same = replayed["live_points"]["action"] == "replayed" and replayed["live_points"]["exact"] and all(
+                    replayed[k] == captured[k] for k in ("cpi", "cpi_stack", "event_rates"))
+                out.append(CheckResult(
+                    f"live-points: {workload} on {name}, CPI replayed on the capture's core",
+                    round(captured["cpi"]["mean"], 4), f"{replayed['cpi']['mean']:.4f}", same,
+                    f"{instructions:,} instructions, {units} units; every estimate "
+                    f"{'equal to' if same else 'NOT equal to'} the capture's; library "
+                    f"{replayed['live_points']['bytes'] / 1e6:.1f} MB; replay {replayed['host_seconds']:.2f} s, "
+                    f"capture {captured['host_seconds']:.2f} s"))
+                what, own = run(other), run(other, None)
+                bias = what["cpi"]["mean"] / own["cpi"]["mean"] - 1
+                out.append(CheckResult(
+                    f"live-points: {workload} on {name}, CPI with {key} = {value} (replayed vs its own sampled run)",
+                    round(own["cpi"]["mean"], 4), f"{what['cpi']['mean']:.4f}",
+                    abs(bias) <= DEFAULT_TARGET_ERROR and what["live_points"]["action"] == "replayed",
+                    f"{instructions:,} instructions, {units} units, the same units both ways: bias {bias:+.2%} (the "
+                    f"capture's core: CPI {captured['cpi']['mean']:.4f}); its own run's CI ± "
+                    f"{own['cpi']['relative_error']:.1%}"))
     return out
 
 
