@@ -263,8 +263,11 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
         action, about = "replayed", where["about"]
     if on_retired is not None:
         on_retired(spec.instructions - result.covered_instructions)
+    # exact: every unit timed as the capture timed it (a later worker's first unit starts from an empty pipeline)
+    same = about.get("core") == here["core"]
+    workers = 1 if action == "captured" else workers
     return result, {"action": action, "library": str(where["path"]), "units": library.units, "bytes": library.nbytes,
-                    "captured_on": about, "exact": about.get("core") == here["core"]}
+                    "captured_on": about, "same_core": same, "workers": workers, "exact": same and workers == 1}
 
 
 def _reported(platform: Platform, result: SmartsResult, live_points: dict | None = None) -> dict[str, Any]:

@@ -172,6 +172,8 @@ def test_cli_replays_with_workers_and_a_warm_up(tmp_path):
     assert both.exit_code == 0, both.stderr
     replayed = json.loads(both.stdout)["sampled"]
     assert replayed["live_points"]["action"] == "replayed" and replayed["units"] == 40
+    assert replayed["live_points"]["same_core"] and not replayed["live_points"]["exact"]
+    assert replayed["live_points"]["workers"] == 2 and captured["live_points"]["exact"]
     # the second half's first unit starts from an empty pipeline: every other unit is timed as captured
     assert replayed["cpi"]["mean"] == pytest.approx(captured["cpi"]["mean"], rel=2e-3)
 

@@ -67,9 +67,11 @@ def print_sampled_summary(doc: dict, console) -> None:
         if lp["action"] == "captured":
             said = f"live-points captured: {lp['units']:,} units' warmed state stored ({lp['bytes'] / 1e6:,.1f} MB)"
         else:
-            core = "captured on this core: the units as the capture timed them" if lp["exact"] else \
-                (f"captured on another {lp['captured_on'].get('platform')} core: the units start from the state "
-                 f"its warming left")
+            core = ("captured on this core: every unit as the capture timed it" if lp["exact"] else
+                    f"captured on this core; the first unit of each of {lp['workers']} workers' shares from an empty "
+                    f"pipeline" if lp["same_core"] else
+                    f"captured on another {lp['captured_on'].get('platform')} core: the units start from the state "
+                    f"its warming left")
             said = f"replayed from live-points, no warming ({core})"
         console.print(f"{said}; {lp['library']}")
     first = smp.get("first_run")
