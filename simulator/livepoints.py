@@ -58,7 +58,7 @@ from whatif.simulator.machine import Machine
 from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally,
                                      combine, run_segment, segment_units)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2       # 2: a record also undoes the previous unit's run (the words that run wrote)
 MANIFEST = "livepoints.json"
 CHAIN_ARRAYS = ("offsets", "index", "values", "scalars", "timer")
 # per unit: lead-in position, clock, the core's fetch-line scalars (what warming keeps of the core)
@@ -264,6 +264,7 @@ class Capture(_Image):
         self.timer: list[np.ndarray] = []
         self._lead: _Snapshot | None = None
         self.extended = self.widened = 0
+        self._written = [np.zeros(0, np.int64) for _ in self.parts]     # by the last unit's run, per part
 
     def at_lead(self, machine: Machine) -> None:
         """The unit's lead-in: the machine warmed and its blocks spent (fenced) here."""
@@ -307,8 +308,12 @@ class Capture(_Image):
             index[0] = np.union1d(index[0], rest)
             self.widened += 1
         self.extended += extended
+        # and the words the previous unit's run wrote, as the image has them: a replay undoes that run's writes
+        # with this record rather than by copying the whole image back before every unit
+        index = [np.union1d(idx, w) for idx, w in zip(index, self._written)]
         self.records.append((np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
-                             np.concatenate([_as_words(x[idx]) for idx, x in zip(index, lead.arrays)])))
+                             np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)])))
+        self._written = [np.flatnonzero(x != p) for x, p in zip(lead.arrays, self.parts)]
         self._lead = None
 
     def _set_words(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -381,10 +386,18 @@ class Replay(_Image):
         self.restored = 0
 
     def restore(self, machine: Machine, j: int) -> None:
-        """Put ``machine`` into unit ``j``'s live-point (units in order, from the chain's first)."""
-        self.roll(j)
-        for live, a in zip(self.parts, self.image):
-            live[:] = a
+        """Put ``machine`` into unit ``j``'s live-point (units in order from any first one: the image is rolled
+        forward to it and copied in; a later unit's record then undoes the run before it and brings the rest)."""
+        if self.restored == 0:
+            self.roll(j)
+            for live, a in zip(self.parts, self.image):
+                live[:] = a
+            self.image = None                           # (the machine's state is the image from here on)
+        else:
+            if j != self.at:
+                raise ValueError(f"live-points are replayed in order: unit {self.at} next, not {j}")
+            self._apply(self.parts, j)
+            self.at = j + 1
         c = self.chain
         lead, clock, *core = (int(v) for v in c.scalars[j])
         for k, v in zip(CORE_SCALARS, core):
@@ -401,17 +414,21 @@ class Replay(_Image):
 
     def roll(self, j: int) -> None:
         """Take the records up to unit ``j``'s into the image (without touching the machine)."""
-        c = self.chain
         if j < self.at:
             raise ValueError(f"live-points are replayed in order: unit {self.at} next, not {j}")
         for u in range(self.at, j + 1):
-            lo, hi = c.offsets[u], c.offsets[u + 1]
-            index, values = c.index[lo:hi], c.values[lo:hi]
-            cut = np.searchsorted(index, self.offsets)
-            for k, a in enumerate(self.image):
-                if cut[k + 1] > cut[k]:
-                    _scatter(a, index[cut[k]:cut[k + 1]], values[cut[k]:cut[k + 1]], self.offsets[k])
+            self._apply(self.image, u)
         self.at = j + 1
+
+    def _apply(self, parts: list[np.ndarray], u: int) -> None:
+        """Write unit ``u``'s record into ``parts`` (the image's or the machine's)."""
+        c = self.chain
+        lo, hi = c.offsets[u], c.offsets[u + 1]
+        index, values = c.index[lo:hi], c.values[lo:hi]
+        cut = np.searchsorted(index, self.offsets)
+        for k, a in enumerate(parts):
+            if cut[k + 1] > cut[k]:
+                _scatter(a, index[cut[k]:cut[k + 1]], values[cut[k]:cut[k + 1]], self.offsets[k])
 
 
 def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: dict[str, str] | None = None,

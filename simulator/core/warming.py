@@ -126,7 +126,7 @@ def warm(cfg, S, bht, btb, ras, bp, mem, pc_a, op_a, size_a, maddr_a, msize_a, t
     return stall
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shift_ring(ring_tag, ring_cnt, rs_bits, delta, live_after):
     """Move the issue-reservation ring's rows of cycles > ``live_after`` ``delta`` cycles later (row
     ``t & (RING - 1)`` to row ``(t + delta) & (RING - 1)``), and the RS-release bits with them.  The timing
