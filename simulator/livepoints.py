@@ -298,19 +298,19 @@ class Capture(_Image):
             if not len(more):
                 break
             seen[more] = memory[more]
-            index[0] = np.union1d(index[0], more)
+            index[0] = _union(index[0], more, len(seen))
             extended = True
         else:
             rerun = self._rerun(machine, end)
         if rerun is not None:                           # still not the unit's run: every differing word of the sets
             rest = np.flatnonzero((memory != seen) & ~self.outside)
             seen[rest] = memory[rest]
-            index[0] = np.union1d(index[0], rest)
+            index[0] = _union(index[0], rest, len(seen))
             self.widened += 1
         self.extended += extended
         # and the words the previous unit's run wrote, as the image has them: a replay undoes that run's writes
         # with this record rather than by copying the whole image back before every unit
-        index = [np.union1d(idx, w) for idx, w in zip(index, self._written)]
+        index = [_union(idx, w, len(a)) for idx, w, a in zip(index, self._written, image)]
         self.records.append((np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
                              np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)])))
         self._written = [np.flatnonzero(x != p) for x, p in zip(lead.arrays, self.parts)]
@@ -352,6 +352,18 @@ class Capture(_Image):
         self.records = []
         return Chain(offsets, index, values, np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
                      np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened)
+
+
+def _union(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """The sorted union of two sets of positions in ``range(n)`` (a mask: hashing them costs more)."""
+    if not len(b):
+        return a
+    if not len(a):
+        return b
+    mask = np.zeros(n, bool)
+    mask[a] = True
+    mask[b] = True
+    return np.flatnonzero(mask)
 
 
 def _outcome(machine: Machine) -> list[np.ndarray]:
