@@ -283,17 +283,17 @@ class Capture(_Image):
         lead, image = self._lead, self.image
         memory, seen = lead.arrays[0], image[0]
         words = np.concatenate([np.flatnonzero((memory != seen) & self.outside),
-                                self._set_words(memory, self.parts[0])])
+                                self._row_words(np.flatnonzero(memory != self.parts[0]))])
         index = [words[memory[words] != seen[words]]]
         index += [np.flatnonzero(x != a) for x, a in zip(lead.arrays[1:len(image)], image[1:])]
         for idx, x, a in zip(index, lead.arrays, image):
             a[idx] = x[idx]
         extended = False
         for _ in range(VERIFY_ROUNDS):
-            rerun = self._rerun(machine, end)
-            if rerun is None:
+            same, wrote = self._rerun(machine, end)
+            if same:
                 break
-            more = self._set_words(seen, rerun)         # the sets the second run wrote
+            more = self._row_words(wrote)               # the rows the second run wrote
             more = more[memory[more] != seen[more]]
             if not len(more):
                 break
@@ -301,11 +301,12 @@ class Capture(_Image):
             index[0] = _union(index[0], more, len(seen))
             extended = True
         else:
-            rerun = self._rerun(machine, end)
-        if rerun is not None:                           # still not the unit's run: every differing word of the sets
+            same, wrote = self._rerun(machine, end)
+        if not same:                                    # still not the unit's run: every differing word of the rows
             rest = np.flatnonzero((memory != seen) & ~self.outside)
             seen[rest] = memory[rest]
             index[0] = _union(index[0], rest, len(seen))
+            wrote = np.zeros(0, np.int64)              # (the image is now the lead-in's: a rerun is the unit's run)
             self.widened += 1
         self.extended += extended
         # and the words the previous unit's run wrote, as the image has them: a replay undoes that run's writes
@@ -314,18 +315,18 @@ class Capture(_Image):
         self.records.append((np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
                              np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)])))
         self._written = [np.flatnonzero(x != p) for x, p in zip(lead.arrays, self.parts)]
+        self._written[0] = _union(self._written[0], wrote, len(memory))     # and what a replay's run writes
         self._lead = None
 
-    def _set_words(self, before: np.ndarray, after: np.ndarray) -> np.ndarray:
-        """Every word of the rows in which a run changed a word of the memory state, ``before`` to ``after``."""
-        changed = np.flatnonzero(before != after)
+    def _row_words(self, changed: np.ndarray) -> np.ndarray:
+        """Every word of the rows that hold one of the memory state's words ``changed``."""
         return np.concatenate([np.zeros(0, np.int64)] + [rows[np.unique(at[changed][at[changed] >= 0])].ravel()
                                                           for rows, at in zip(self.sets, self.set_of)])
 
-    def _rerun(self, machine: Machine, end: int) -> np.ndarray | None:
-        """Time the unit again from its lead-in with the state parts taken from the image: None when it ends as
-        it did (pipeline, counters, timer, position), else the memory state it ends with.  The machine is left as
-        the first run left it."""
+    def _rerun(self, machine: Machine, end: int) -> tuple[bool, np.ndarray]:
+        """Time the unit again from its lead-in with the state parts taken from the image, as a replay times it:
+        whether it ends as it did (pipeline, counters, timer, position), and the memory words it wrote.  The
+        machine is left as the first run left it."""
         after = _Snapshot(machine, self.parts)
         outcome = _outcome(machine)
         told, machine.on_retired = machine.on_retired, None
@@ -334,9 +335,8 @@ class Capture(_Image):
             for live, a in zip(self.parts, self.image):
                 live[:] = a
             machine.advance_to(np.iinfo(np.int64).max - machine.origin, program_limit=end)
-            if all(np.array_equal(x, y) for x, y in zip(outcome, _outcome(machine))):
-                return None
-            return self.parts[0].copy()
+            same = all(np.array_equal(x, y) for x, y in zip(outcome, _outcome(machine)))
+            return same, np.flatnonzero(self.parts[0] != self.image[0])
         finally:
             after.put(machine, self.parts)
             machine.on_retired = told
