@@ -250,14 +250,14 @@ class Capture(_Image):
 
     def __init__(self, machine: Machine):
         super().__init__(machine)
-        self.sets = machine.memory.lookup_rows()
+        self.rows = machine.memory.lookup_rows()
         in_rows = np.zeros(len(self.parts[0]), bool)
-        self.set_of = []                                  # per table of rows: the row of each memory word (-1: none)
-        for rows in self.sets:
+        self.row_of = []                                  # per table of rows: the row of each memory word (-1: none)
+        for rows in self.rows:
             in_rows[rows] = True
             at = np.full(len(in_rows), -1, np.int64)
             at[rows] = np.arange(len(rows))[:, None]
-            self.set_of.append(at)
+            self.row_of.append(at)
         self.outside = ~in_rows
         self.records: list[tuple[np.ndarray, np.ndarray]] = []
         self.scalars: list[list[int]] = []
@@ -321,7 +321,7 @@ class Capture(_Image):
     def _row_words(self, changed: np.ndarray) -> np.ndarray:
         """Every word of the rows that hold one of the memory state's words ``changed``."""
         return np.concatenate([np.zeros(0, np.int64)] + [rows[np.unique(at[changed][at[changed] >= 0])].ravel()
-                                                          for rows, at in zip(self.sets, self.set_of)])
+                                                          for rows, at in zip(self.rows, self.row_of)])
 
     def _rerun(self, machine: Machine, end: int) -> tuple[bool, np.ndarray]:
         """Time the unit again from its lead-in with the state parts taken from the image, as a replay times it:
