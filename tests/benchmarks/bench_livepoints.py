@@ -60,7 +60,7 @@ def main() -> None:
     ap.add_argument("--workloads", default="464.h264ref,403.gcc,429.mcf")
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--what-if", default=None, help="a core override KEY=VALUE replayed beside its own run")
-    ap.add_argument("--store", default=None, help="keep the libraries here (default: a temporary directory)")
+    ap.add_argument("--store", default=None, help="keep the libraries here (default: each removed once measured)")
     args = ap.parse_args()
     n = int(args.instructions)
     platform = load_platform("nehalem")
@@ -97,6 +97,8 @@ def main() -> None:
                 print(f"  {args.what_if}: replayed {what['cpi']['mean']:.4f} in {what['host_seconds']:.2f} s; its own "
                       f"SMARTS run {own['cpi']['mean']:.4f} ± {own['cpi']['relative_error']:.2%} in {seconds:.1f} s: "
                       f"{what['cpi']['mean'] / own['cpi']['mean'] - 1:+.2%}")
+            if not args.store:                        # (a library of 1e9 instructions takes gigabytes)
+                shutil.rmtree(lp["library"], ignore_errors=True)
     finally:
         if not args.store:
             shutil.rmtree(root, ignore_errors=True)
