@@ -250,8 +250,6 @@ class TimerInterrupts:
                 self.piece += 1
         self.next_due = self._next_due()
 
-    SNAPSHOT_WORDS = 15
-
     def snapshot(self) -> np.ndarray:
         """The timer's state as int64 words (:meth:`restore`): where it is in which tick's handler, its counts,
         and the handler's random state -- as it was before the current tick's block was drawn, which
