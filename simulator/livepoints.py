@@ -21,6 +21,9 @@ holds what changed since those words were last recorded):
   are taken for those it read, and the record is verified (:class:`Capture`);
 * the branch predictors' tables, and the synthesiser's state (the walk's registers and stack, its random
   state, its streams and its per-instruction counters);
+* and, as the image has them, the words the previous unit's run wrote (the capture's, and its verifying
+  rerun's, which is a replay's): a replay applies the record to the machine's state as the previous unit left
+  it, which undoes that run, rather than copying the whole image back before every unit;
 
 and whole: the program position and the clock at the unit's lead-in (its detailed warm-up's first
 instruction), the core's fetch-line scalars that warming keeps, and the timer's state
