@@ -255,11 +255,7 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
         where = store.keep(library, *names, about=here)
         action, about = "captured", here
     else:
-        def counted() -> Machine:
-            m = fresh()
-            m.on_retired = on_retired
-            return m
-        result = LP.replay_sampled(library, counted, workers=workers)
+        result = LP.replay_sampled(library, fresh, workers=workers, progress=on_retired)
         action, about = "replayed", where["about"]
     if on_retired is not None:
         on_retired(spec.instructions - result.covered_instructions)
