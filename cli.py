@@ -259,7 +259,7 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
                  workers: int = typer.Option(1, "--workers", min=1,
                                              help="threads for the S segments of a sampled run (--sample "
                                                   "smarts:U,W,N,S): side by side, same estimates; with "
-                                                  "--live-points replaying, for its units"),
+                                                  "--live-points replaying, processes for its units"),
                  live_points: Optional[Path] = typer.Option(None, "--live-points",
                                                             help="directory of live-point libraries: a sampled run "
                                                                  "is replayed from the warmed state stored for its "
