@@ -253,7 +253,7 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
         first.on_retired = on_retired
         result, library = LP.capture_sampled(first, spec.sample, run_seed, fresh=fresh, start=spec.warmup)
         where = store.keep(library, *names, about=here)
-        action, about = "captured", here
+        action, about = "captured", where["about"]
     else:
         result = LP.replay_sampled(library, fresh, workers=workers, progress=on_retired)
         action, about = "replayed", where["about"]

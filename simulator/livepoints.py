@@ -48,7 +48,7 @@ import math
 import multiprocessing
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -146,6 +146,7 @@ class LivePoints:
     total: int
     key: str
     chains: tuple[Chain, ...]
+    about: dict = field(default_factory=dict, compare=False)     # what captured it (the manifest's, as saved)
 
     @property
     def units(self) -> int:
@@ -196,7 +197,8 @@ class LivePoints:
                           for name in CHAIN_ARRAYS if name != "timer" or about["timer"]}
                 chains.append(Chain(**{name: arrays.get(name) for name in CHAIN_ARRAYS}, extended=about["extended"],
                                     widened=about["widened"]))
-            library = cls(spec, placed["seed"], placed["start"], placed["instructions"], doc["key"], tuple(chains))
+            library = cls(spec, placed["seed"], placed["start"], placed["instructions"], doc["key"], tuple(chains),
+                          dict(doc.get("about") or {}))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{directory}: a damaged live-point library ({type(exc).__name__}: {exc})") from None
         if library.id != doc.get("id") or [len(c) for c in chains] != [a["units"] for a in doc["chains"]] or \
@@ -292,8 +294,9 @@ class Capture(_Image):
         for idx, x, a in zip(index, lead.arrays, image):
             a[idx] = x[idx]
         extended = False
+        after = (_Snapshot(machine, self.parts), _outcome(machine))     # the unit's run, as it ended
         for _ in range(VERIFY_ROUNDS):
-            same, wrote = self._rerun(machine, end)
+            same, wrote = self._rerun(machine, end, *after)
             if same:
                 break
             more = self._row_words(wrote)               # the rows the second run wrote
@@ -304,7 +307,7 @@ class Capture(_Image):
             index[0] = _union(index[0], more, len(seen))
             extended = True
         else:
-            same, wrote = self._rerun(machine, end)
+            same, wrote = self._rerun(machine, end, *after)
         if not same:                                    # still not the unit's run: every differing word of the rows
             rest = np.flatnonzero((memory != seen) & ~self.outside)
             seen[rest] = memory[rest]
@@ -326,12 +329,11 @@ class Capture(_Image):
         return np.concatenate([np.zeros(0, np.int64)] + [rows[np.unique(at[changed][at[changed] >= 0])].ravel()
                                                           for rows, at in zip(self.rows, self.row_of)])
 
-    def _rerun(self, machine: Machine, end: int) -> tuple[bool, np.ndarray]:
+    def _rerun(self, machine: Machine, end: int, after: "_Snapshot", outcome: list[np.ndarray]
+               ) -> tuple[bool, np.ndarray]:
         """Time the unit again from its lead-in with the state parts taken from the image, as a replay times it:
-        whether it ends as it did (pipeline, counters, timer, position), and the memory words it wrote.  The
-        machine is left as the first run left it."""
-        after = _Snapshot(machine, self.parts)
-        outcome = _outcome(machine)
+        whether it ends as the unit's run did (``outcome``: pipeline, counters, timer, position), and the memory
+        words it wrote.  The machine is put back as that run left it (``after``)."""
         told, machine.on_retired = machine.on_retired, None
         try:
             self._lead.put(machine, self.parts)

@@ -67,7 +67,7 @@ def test_without_the_records_verification_a_replay_goes_wrong(monkeypatch):
     spec = SmartsSpec(units=40)
     captured, library = capture_sampled(fresh(), spec, seed=1)
     assert library.chains[0].extended >= 2 and library.chains[0].widened == 0
-    monkeypatch.setattr(LP.Capture, "_rerun", lambda self, machine, end: (True, np.zeros(0, np.int64)))
+    monkeypatch.setattr(LP.Capture, "_rerun", lambda self, machine, end, *after: (True, np.zeros(0, np.int64)))
     careless = replay_sampled(capture_sampled(fresh(), spec, seed=1)[1], fresh)
     assert not np.array_equal(careless.unit_cpi, captured.unit_cpi)
 

@@ -63,11 +63,11 @@ class LivePointStore:
             return None, where
         try:
             library = LivePoints.load(where["path"])
-            where["about"] = json.loads((where["path"] / "livepoints.json").read_text(encoding="utf-8"))["about"]
-        except (ValueError, OSError, KeyError) as exc:
+        except ValueError as exc:
             raise ScenarioError(f"{self.label}: {exc}; move it away to capture it again") from None
         if library.key != key or library.design != design:
             raise ScenarioError(f"{self.label} {where['path']}: holds another configuration's live-points")
+        where["about"] = library.about
         return library, where
 
     def keep(self, library: LivePoints, workload: str, platform: str, about: dict) -> dict:
