@@ -123,9 +123,9 @@ LIVE_FULL = (20_000_000, 400)
 
 
 def narrower(platform) -> tuple[str, int]:
-    """The core what-if the live-points check replays: a quarter of the reorder buffer (a CPI 30-60 % higher
-    on the Xeons and the 7447A, the warming clock the capture's), or half the issue width where the buffer is
-    a group or two (the in-order z10)."""
+    """The core what-if the live-points check replays: a quarter of the reorder buffer (with ``--quick`` a CPI
+    16-34 % higher on the Xeons and the 7447A, the warming clock the capture's), or half the issue width where
+    the buffer is a group or two (the in-order z10)."""
     rob = platform.core.rob_entries
     return ("core.rob_entries", rob // 4) if rob >= 8 else ("core.issue_width", max(1, platform.core.issue_width // 2))
 
