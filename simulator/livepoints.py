@@ -53,11 +53,11 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from numba import njit
+from numba import literal_unroll, njit
 
 from whatif.jitcache import drop_stale_caches
 from whatif.simulator.core import timing as TM
-from whatif.simulator.machine import Machine
+from whatif.simulator.machine import EVER, Machine
 from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally,
                                      combine, run_segment, segment_units)
 
@@ -193,7 +193,9 @@ class LivePoints:
                               warming=placed["warming"])
             chains = []
             for k, about in enumerate(doc["chains"]):
-                arrays = {name: np.load(directory / f"chain{k}.{name}.npy", mmap_mode="r", allow_pickle=False)
+                # (plain views of the maps: a memmap's slices are memmaps, each costing Python to make)
+                arrays = {name: np.asarray(np.load(directory / f"chain{k}.{name}.npy", mmap_mode="r",
+                                                   allow_pickle=False))
                           for name in CHAIN_ARRAYS if name != "timer" or about["timer"]}
                 chains.append(Chain(**{name: arrays.get(name) for name in CHAIN_ARRAYS}, extended=about["extended"],
                                     widened=about["widened"]))
@@ -339,7 +341,7 @@ class Capture(_Image):
             self._lead.put(machine, self.parts)
             for live, a in zip(self.parts, self.image):
                 live[:] = a
-            machine.advance_to(np.iinfo(np.int64).max - machine.origin, program_limit=end)
+            machine.advance_to(EVER - machine.origin, program_limit=end)
             same = all(np.array_equal(x, y) for x, y in zip(outcome, _outcome(machine)))
             return same, np.flatnonzero(self.parts[0] != self.image[0])
         finally:
@@ -381,11 +383,23 @@ def _outcome(machine: Machine) -> list[np.ndarray]:
 
 
 @njit(nogil=True, cache=True)
-def _scatter(a, index, values, base):
-    """``a[index - base] = values``, each int64 word cast to ``a``'s type bit for bit (unsigned 64-bit words
-    and narrower types as :func:`_as_words` stored them); without the GIL, so that replays run side by side."""
-    for i in range(len(index)):
-        a[index[i] - base] = values[i]
+def _apply_records(parts, bounds, offsets, index, values, first, last):
+    """Write records ``first .. last - 1`` into ``parts`` in turn: record ``u``'s words are
+    ``index[offsets[u]:offsets[u + 1]]``, ascending positions in the parts' one index space (part ``k`` holds
+    ``bounds[k] .. bounds[k + 1] - 1``), each int64 word cast to its part's type bit for bit (unsigned 64-bit
+    words and narrower types as :func:`_as_words` stored them).  One call for any number of records, without
+    the GIL, so that replays run side by side and a roll forward costs no Python per record."""
+    for u in range(first, last):
+        p = offsets[u]
+        hi = offsets[u + 1]
+        k = 0
+        for a in literal_unroll(parts):
+            base = bounds[k]
+            end = bounds[k + 1]
+            while p < hi and index[p] < end:
+                a[index[p] - base] = values[p]
+                p += 1
+            k += 1
 
 
 def _as_words(x: np.ndarray) -> np.ndarray:
@@ -433,19 +447,15 @@ class Replay(_Image):
         """Take the records up to unit ``j``'s into the image (without touching the machine)."""
         if j < self.at:
             raise ValueError(f"live-points are replayed in order: unit {self.at} next, not {j}")
-        for u in range(self.at, j + 1):
-            self._apply(self.image, u)
+        self._apply(self.image, self.at, j + 1)
         self.at = j + 1
 
-    def _apply(self, parts: list[np.ndarray], u: int) -> None:
-        """Write unit ``u``'s record into ``parts`` (the image's or the machine's)."""
+    def _apply(self, parts: list[np.ndarray], first: int, last: int | None = None) -> None:
+        """Write the records of units ``first .. last - 1`` (``first`` alone by default) into ``parts`` (the
+        image's or the machine's), in order."""
         c = self.chain
-        lo, hi = c.offsets[u], c.offsets[u + 1]
-        index, values = c.index[lo:hi], c.values[lo:hi]
-        cut = np.searchsorted(index, self.offsets)
-        for k, a in enumerate(parts):
-            if cut[k + 1] > cut[k]:
-                _scatter(a, index[cut[k]:cut[k + 1]], values[cut[k]:cut[k + 1]], self.offsets[k])
+        _apply_records(tuple(parts), self.offsets, c.offsets, c.index, c.values, first,
+                       first + 1 if last is None else last)
 
 
 def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: dict[str, str] | None = None,

@@ -48,6 +48,7 @@ from whatif.simulator.platform import Platform
 from whatif.simulator.schema import flatten
 
 BLOCK = 1 << 16
+EVER = int(np.iinfo(np.int64).max)     # a cycle or position no run reaches
 
 
 class Machine:
@@ -152,7 +153,7 @@ class Machine:
         """Run until the measured run reaches ``cycle`` (or the program ends, or ``program_limit`` program
         instructions have retired); False once the program has ended before reaching it."""
         t0 = time.perf_counter()
-        target = min(cycle + self.origin, np.iinfo(np.int64).max)      # (Python ints: no overflow here)
+        target = min(cycle + self.origin, EVER)      # (Python ints: no overflow here)
         try:
             while self.core.cycles < target and not self.finished and \
                     (program_limit is None or self.program_retired < program_limit):
@@ -281,7 +282,7 @@ class Machine:
         sampled region: caches, TLBs and predictors are warm afterwards, and counters, CPI stack, run
         time and the sampling clock start from zero (cold-start misses of multi-megabyte footprints
         otherwise dominate short runs)."""
-        self.advance_to(np.iinfo(np.int64).max, program_limit=int(instructions))
+        self.advance_to(EVER, program_limit=int(instructions))
         self._base = None                             # counters() below: raw, since the start
         self._base = self.counters()
         self._base_stack = self.core.cycle_stack()
@@ -292,7 +293,7 @@ class Machine:
 
     def run(self) -> "Machine":
         """Run the whole program."""
-        self.advance_to(np.iinfo(np.int64).max)
+        self.advance_to(EVER)
         return self
 
     # ------------------------------------------------------------------ results

@@ -62,7 +62,7 @@ from typing import Callable
 import numpy as np
 
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.machine import Machine
+from whatif.simulator.machine import EVER, Machine
 from whatif.simulator.pmu import evaluate
 
 DEFAULT_UNIT = 1000              # U, instructions per measured unit [SMARTS §4.2, 8-way OoO]
@@ -400,7 +400,8 @@ class _Tally:
         pmu = machine.platform.pmu
         self.sources = dict(events) if events is not None else {e: pmu.sources[e] for e in pmu.events}
         self.names = [k for k, v in machine.counters().items() if isinstance(v, int)]   # the integer counters
-        self.causes = list(machine.core.cycle_stack())
+        self.causes = list(machine.core.cause_rows)
+        self.cause_rows = np.array(list(machine.core.cause_rows.values()))
         self.words = np.zeros((units, len(machine.counter_words())), np.int64)     # their raw words' change per unit
         self.stacks = np.zeros((units, len(self.causes)))
         self.cycles, self.instr = np.zeros(units), np.zeros(units)
@@ -408,15 +409,14 @@ class _Tally:
     def time(self, j: int, machine: Machine, begin: int, unit: int) -> None:
         """Run ``machine`` in detail to program position ``begin`` (the unit's warm-up) and then time the
         unit's ``unit`` instructions as unit ``j``."""
-        everything = np.iinfo(np.int64).max
-        machine.advance_to(everything - machine.origin, program_limit=begin)
-        w0, s0 = machine.counter_words(), machine.core.cycle_stack()
-        c0, n0 = machine.core.cycles, machine.core.instructions
-        machine.advance_to(everything - machine.origin, program_limit=begin + unit)
+        core = machine.core
+        machine.advance_to(EVER - machine.origin, program_limit=begin)
+        w0, s0 = machine.counter_words(), core.CS[self.cause_rows]
+        c0, n0 = core.cycles, core.instructions
+        machine.advance_to(EVER - machine.origin, program_limit=begin + unit)
         self.words[j] = machine.counter_words() - w0
-        s1 = machine.core.cycle_stack()
-        self.stacks[j] = [s1[k] - s0[k] for k in self.causes]
-        self.cycles[j], self.instr[j] = machine.core.cycles - c0, machine.core.instructions - n0
+        self.stacks[j] = core.CS[self.cause_rows] - s0
+        self.cycles[j], self.instr[j] = core.cycles - c0, core.instructions - n0
 
     def sample(self, machine: Machine, detailed: int, warmed: int, skipped: int, host: float,
                warming_seconds: float, cache_warmed: int = 0) -> SegmentSample:

@@ -146,10 +146,11 @@ class Core:
         self._stand_ins = None             # cache warming's stand-ins of the L1s and first-level TLBs (warm_caches)
         names = self.memory.level_names
         data_levels = [names.index(n) for n in platform.cache_chain("data")]
-        self._cause_index = {n: i for i, n in enumerate(V.FIXED_CAUSES)}
+        # the CPI stack's causes and their rows of CS, in the order of cycle_stack()
+        self.cause_rows = {n: i for i, n in enumerate(V.FIXED_CAUSES)}
         for lv in data_levels:
-            self._cause_index[f"data_{names[lv]}"] = V.CS_DATA0 + lv
-        self._cause_index["data_memory"] = V.CS_DATA0 + len(names)
+            self.cause_rows[f"data_{names[lv]}"] = V.CS_DATA0 + lv
+        self.cause_rows["data_memory"] = V.CS_DATA0 + len(names)
 
     # ------------------------------------------------------------------ running
     def run(self, block: InstrBlock, until_cycle: int | None = None, start: int = 0, stop: int | None = None,
@@ -255,7 +256,7 @@ class Core:
 
     def cycle_stack(self) -> dict[str, int]:
         """Cycles per CPI-stack cause; sums exactly to ``cycles``."""
-        return {name: int(self.CS[i]) for name, i in self._cause_index.items()}
+        return {name: int(self.CS[i]) for name, i in self.cause_rows.items()}
 
     def cpi_stack(self) -> dict[str, float]:
         """CPI per cause (cycles per cause / instructions); sums to the CPI."""
