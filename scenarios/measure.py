@@ -8,14 +8,17 @@ timer phase and OS noise (``whatif.scenarios.scenario``).
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt, PositiveInt, field_validator
 
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.results.livepoint_store import LivePointStore
 from whatif.scenarios.results.progress import progress_bar, status
-from whatif.simulator.collect import CollectSpec, check_sample, check_sampling_feasible, simulate_one
+from whatif.simulator.collect import (CollectSpec, check_sample, check_sampling_feasible, live_point_library,
+                                      simulate_one)
 from whatif.simulator.errors import SimulatorInputError
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.platform import load_platform
@@ -37,6 +40,7 @@ class SimulateSpec(BaseModel):
     os_noise: bool = True
     predictor: str | None = None
     sample: str | None = None                    # "smarts" or "smarts:U,W,N": SMARTS sampled runs
+    live_points: str | None = None               # a store of live-point libraries (relative: to the scenario file)
 
     @field_validator("sampling")
     @classmethod
@@ -91,6 +95,21 @@ def check_smarts(spec: SimulateSpec, source: str) -> None:
         raise ScenarioError(f"{source}: {exc}") from None
 
 
+def live_point_store(spec: SimulateSpec, source: str, base_dir: Path) -> LivePointStore | None:
+    """The ``live_points`` key's store (checked now: a foreign file or directory fails), None without the key.
+    It stores the warmed state of sampled runs' units, so it needs a sample of a fixed size."""
+    if spec.live_points is None:
+        return None
+    where = f"{source}: simulate.live_points"
+    sample = spec.smarts()
+    if sample is None:
+        raise ScenarioError(f"{where}: stores the warmed state of sampled runs' units: give simulate.sample")
+    if sample.second_run:
+        raise ScenarioError(f"{where}: stores one sample's units: give N in simulate.sample = \"smarts:U,W,N\" "
+                            f"(not auto)")
+    return LivePointStore(base_dir / spec.live_points, where)
+
+
 def compile_kernels(progress: bool) -> None:
     """Load the numba kernels (compiling them on the very first run, which takes about a minute)
     under a status line, so that the first run does not look stuck."""
@@ -101,18 +120,43 @@ def compile_kernels(progress: bool) -> None:
 
 def simulate_runs(ctx, spec: SimulateSpec, sensitivity: tuple[Sampling, ...] = ()) -> list[dict]:
     """Every run of the study (locally with a progress bar, or on the cluster): identity + ``simulate_one``;
-    ``sensitivity``: further counter schedules (simulated seconds) read over each run's first PMU run."""
+    ``sensitivity``: further counter schedules (simulated seconds) read over each run's first PMU run.  With
+    ``live_points``, the runs that share a library (their configurations differ in the core alone) run after
+    the first of them, which captures it when the store has none: they replay it."""
     compile_kernels(ctx.progress)
     collect = replace(spec.collect_spec(), sensitivity=tuple(sensitivity))
+    store = live_point_store(spec, ctx.source, ctx.base_dir)
+    shared = (collect, None if store is None else store.path)
     with progress_bar(len(ctx.runs), ctx.scenario.study, enabled=ctx.progress) as advance:
-        outs = ctx.executor.map(simulate_run, ctx.runs, shared=collect, progress=advance, units=1)
+        outs: list = [None] * len(ctx.runs)
+        for wave in _waves(ctx.runs, collect, store):
+            done = ctx.executor.map(simulate_run, [ctx.runs[k] for k in wave], shared=shared, progress=advance,
+                                    units=1)
+            for k, out in zip(wave, done):
+                outs[k] = out
     return [{**run.identity(), **out} for run, out in zip(ctx.runs, outs)]
 
 
-def simulate_run(run, collect: CollectSpec, progress=None) -> dict:
-    """One run (module level, so that pool and Dask workers can import it)."""
+def _waves(runs: list, collect: CollectSpec, store) -> list[list[int]]:
+    """The runs' positions in the order they may run: all at once, or with a store of live-points the first
+    run of each library, then the rest (which replay what the first captured)."""
+    if store is None:
+        return [list(range(len(runs)))]
+    first: dict[str, int] = {}
+    for k, run in enumerate(runs):
+        first.setdefault(live_point_library(load_platform(run.platform, run.overrides), run.workload, collect,
+                                            run.program_seed, run.seed), k)
+    leaders = set(first.values())
+    return [wave for wave in (sorted(leaders), [k for k in range(len(runs)) if k not in leaders]) if wave]
+
+
+def simulate_run(run, shared: tuple[CollectSpec, Path | None], progress=None) -> dict:
+    """One run (module level, so that pool and Dask workers can import it); ``shared``: the collection spec
+    and the live-point store's directory (or None)."""
+    collect, live_points = shared
     out = simulate_one(load_platform(run.platform, run.overrides), run.workload, collect,
-                       program_seed=run.program_seed, replicate_seed=run.seed)
+                       program_seed=run.program_seed, replicate_seed=run.seed,
+                       live_points=None if live_points is None else LivePointStore(live_points, "simulate.live_points"))
     if progress is not None:
         progress(1)
     return out

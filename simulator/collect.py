@@ -209,7 +209,7 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
     the sample is replayed from its library when the store holds one for this configuration but its core,
     else run once capturing it (``sampled.live_points`` says which)."""
     check_sample(spec)
-    run_seed = int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
+    run_seed = _sampled_run_seed(replicate_seed)
     if live_points is not None:
         return _reported(platform, *_with_live_points(platform, workload, spec, program_seed, run_seed, on_retired,
                                                       workers, live_points))
@@ -238,6 +238,26 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
     return _reported(platform, result)
 
 
+def _sampled_run_seed(replicate_seed: int) -> int:
+    """A sampled run's run seed (page placement, timer phase, the first unit's place), drawn from the replicate
+    seed as a full run's first is."""
+    return int(np.random.SeedSequence(replicate_seed).spawn(1)[0].generate_state(1)[0])
+
+
+def _library_of(machine: Machine, spec: CollectSpec, run_seed: int) -> tuple[str, dict]:
+    """The state key and sample design that name the live-point library of a sampled run on ``machine``."""
+    return LP.state_key(machine), LP.design(spec.sample, run_seed, spec.warmup, spec.instructions)
+
+
+def live_point_library(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int,
+                       replicate_seed: int) -> str:
+    """The id of the live-point library :func:`simulate_one` captures or replays for this configuration with a
+    store (:func:`simulator.livepoints.library_id`): configurations that differ only in the core share it."""
+    run_seed = _sampled_run_seed(replicate_seed)
+    return LP.library_id(*_library_of(_new_machine(platform, workload, spec, program_seed, run_seed), spec,
+                                      run_seed))
+
+
 def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, program_seed: int, run_seed: int,
                       on_retired: Callable[[int], None] | None, workers: int, store) -> tuple[SmartsResult, dict]:
     """The sample replayed from the store's library for this configuration, or run capturing it."""
@@ -245,7 +265,7 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
         return _new_machine(platform, workload, spec, program_seed, run_seed)
 
     first = fresh()
-    key, placed = LP.state_key(first), LP.design(spec.sample, run_seed, spec.warmup, spec.instructions)
+    key, placed = _library_of(first, spec, run_seed)
     names = (first.synth.name, platform.name)
     library, where = store.find(key, placed, *names)
     here = {"platform": platform.name, "core": LP.core_digest(first)}

@@ -232,6 +232,71 @@ def test_a_library_saved_and_loaded_is_the_same_and_a_killed_capture_leaves_no_l
     assert [p.name for p in (tmp_path / "store").iterdir() if p.name.startswith(".")] == [leftover.name]
 
 
+# ----------------------------------------------------------------------------- in a study: simulate.live_points
+STUDY = """schema_version = 1
+name = "lp-study"
+description = "a core what-if and a memory what-if of sampled runs, their warmed state stored"
+study = "simulate"
+seed = 3
+platforms = ["nehalem"]
+workloads = ["403.gcc"]
+
+[simulate]
+instructions = 1_500_000
+sample = "smarts:1000,2000,40"
+live_points = "lp"                # (relative to this file)
+
+[variants.rob48]
+"core.rob_entries" = 48
+
+[variants.l3-4mb]
+"caches.L3.size_kb" = 4096
+
+[variants.as-shipped]
+"""
+
+
+def study_runs(out: Path) -> dict[str, dict]:
+    return {r["variant"]: r["sampled"] for r in json.loads((out / "results.json").read_text())["runs"]}
+
+
+def test_a_study_captures_each_library_once_in_its_first_wave_and_replays_it_in_the_next(tmp_path):
+    scenario = tmp_path / "study.toml"
+    scenario.write_text(STUDY)
+    r = runner.invoke(app, ["run", str(scenario), "--out", str(tmp_path / "r1"), "--workers", "2"])
+    assert r.exit_code == 0, r.stderr
+    first = study_runs(tmp_path / "r1")
+    lp = {v: s["live_points"] for v, s in first.items()}
+    # rob48 and as-shipped differ in the core alone: one library, captured by the first of them (run side by
+    # side, both would have captured it); the L3 what-if has its own
+    assert [lp[v]["action"] for v in ("rob48", "l3-4mb", "as-shipped")] == ["captured", "captured", "replayed"]
+    assert lp["as-shipped"]["library"] == lp["rob48"]["library"] != lp["l3-4mb"]["library"]
+    assert Path(lp["rob48"]["library"]).parent == tmp_path / "lp" and not lp["as-shipped"]["same_core"]
+    assert first["as-shipped"]["warmed_instructions"] == 0 < first["l3-4mb"]["warmed_instructions"]
+    r = runner.invoke(app, ["run", str(scenario), "--out", str(tmp_path / "r2")])
+    assert r.exit_code == 0, r.stderr
+    again = study_runs(tmp_path / "r2")
+    assert all(s["live_points"]["action"] == "replayed" for s in again.values())
+    for variant in ("rob48", "l3-4mb", "as-shipped"):          # a capture's own core replays it exactly
+        assert again[variant]["cpi"] == first[variant]["cpi"], variant
+    assert again["rob48"]["live_points"]["exact"] and not again["as-shipped"]["live_points"]["exact"]
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (lambda text, d: ((d / "lp").write_text("x"), text)[1], "is a file, not a directory of live-point libraries"),
+    (lambda text, d: text.replace('sample = "smarts:1000,2000,40"\n', ""), "give simulate.sample"),
+    (lambda text, d: text.replace("1000,2000,40", "1000,2000,auto"), "(not auto)"),
+])
+def test_a_study_refuses_a_foreign_store_or_a_sample_it_cannot_store_and_writes_nothing(tmp_path, edit, fragment):
+    scenario = tmp_path / "study.toml"
+    scenario.write_text(edit(STUDY, tmp_path))
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    r = runner.invoke(app, ["run", str(scenario), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and fragment in r.stderr, r.stderr
+    assert str(scenario) in r.stderr
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
 def test_validate_live_points_check_passes_on_every_platform_quick():
     from whatif.scenarios.checks.registry import registered_checks
     from whatif.simulator.platform import platform_names

@@ -29,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from whatif.scenarios.measure import SimulateSpec, check_sampling, check_smarts, check_workloads, simulate_runs
+from whatif.scenarios.measure import (SimulateSpec, check_sampling, check_smarts, check_workloads, live_point_store,
+                                      simulate_runs)
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
 
@@ -46,6 +47,7 @@ class SimulateStudy(StudyKind):
     def plan(self, runs: list) -> list:
         check_sampling(self.spec["simulate"], runs, self.source)
         check_smarts(self.spec["simulate"], self.source)
+        live_point_store(self.spec["simulate"], self.source, self.base_dir)      # (a foreign directory fails now)
         return runs
 
     def run(self, ctx) -> StudyOutput:
