@@ -97,16 +97,12 @@ def check_smarts(spec: SimulateSpec, source: str) -> None:
 
 def live_point_store(spec: SimulateSpec, source: str, base_dir: Path) -> LivePointStore | None:
     """The ``live_points`` key's store (checked now: a foreign file or directory fails), None without the key.
-    It stores the warmed state of sampled runs' units, so it needs a sample of a fixed size."""
+    It stores the warmed state of sampled runs' units, so it needs a sample."""
     if spec.live_points is None:
         return None
     where = f"{source}: simulate.live_points"
-    sample = spec.smarts()
-    if sample is None:
+    if spec.sample is None:
         raise ScenarioError(f"{where}: stores the warmed state of sampled runs' units: give simulate.sample")
-    if sample.second_run:
-        raise ScenarioError(f"{where}: stores one sample's units: give N in simulate.sample = \"smarts:U,W,N\" "
-                            f"(not auto)")
     return LivePointStore(base_dir / spec.live_points, where)
 
 

@@ -207,14 +207,18 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
     callback has it, is told when the second run starts (a progress bar starts over).  ``live_points``: a store
     of live-point libraries (``scenarios.results.livepoint_store``, :mod:`simulator.livepoints`):
     the sample is replayed from its library when the store holds one for this configuration but its core,
-    else run once capturing it (``sampled.live_points`` says which)."""
+    else run once capturing it (``sampled.live_points`` says which; with N = auto, each of the two runs has its
+    own library, the first's under ``live_points.first_run``)."""
     check_sample(spec)
     run_seed = _sampled_run_seed(replicate_seed)
-    if live_points is not None:
-        return _reported(platform, *_with_live_points(platform, workload, spec, program_seed, run_seed, on_retired,
-                                                      workers, live_points))
+    stored: list[dict] = []                    # with a store: what each run did with its library
 
     def once(spec: CollectSpec) -> SmartsResult:
+        if live_points is not None:
+            result, said = _with_live_points(platform, workload, spec, program_seed, run_seed, on_retired, workers,
+                                             live_points)
+            stored.append(said)
+            return result
         shared = (platform, workload, spec, program_seed, run_seed)
         segments = list(range(spec.sample.segments))
         t0 = time.perf_counter()
@@ -235,7 +239,9 @@ def sampled_one(platform: Platform, workload: Any, spec: CollectSpec, program_se
         if restart is not None:
             restart(f"second run, {again.units:,} units")
         result = once(replace(spec, sample=again)).after(result)
-    return _reported(platform, result)
+    # (N = auto with a store: each run has its library, the second's named by the n the first's V asked for)
+    said = None if not stored else {**stored[-1], **({"first_run": stored[0]} if len(stored) > 1 else {})}
+    return _reported(platform, result, said)
 
 
 def _sampled_run_seed(replicate_seed: int) -> int:
@@ -271,7 +277,9 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
     here = {"platform": platform.name, "core": LP.core_digest(first)}
     if library is None:
         first.on_retired = on_retired
-        result, library = LP.capture_sampled(first, spec.sample, run_seed, fresh=fresh, start=spec.warmup)
+        # (N = auto's first run is the default sample's: a library holds one sample, and sampled_one runs the second)
+        result, library = LP.capture_sampled(first, replace(spec.sample, second_run=False), run_seed, fresh=fresh,
+                                             start=spec.warmup)
         where = store.keep(library, *names, about=here)
         action, about = "captured", where["about"]
     else:

@@ -50,8 +50,6 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     load_workload(workload)                 # an unknown name fails now, listing the known ones
     collect = spec.collect_spec("--sample")
     check_sample(collect, "--sample")
-    if store is not None and collect.sample.second_run:
-        raise ScenarioError("--live-points stores one sample's units: give N in --sample smarts:U,W,N (not auto)")
     if workers > 1 and store is None and (collect.sample is None or collect.sample.segments == 1):
         raise ScenarioError(f"--workers {workers} runs the segments of a sampled run side by side: give them with "
                             f"--sample smarts:U,W,N,S (S >= 2 segments), or replay its units with --live-points")

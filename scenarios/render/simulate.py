@@ -73,6 +73,9 @@ def print_sampled_summary(doc: dict, console) -> None:
                     f"captured on another {lp['captured_on'].get('platform')} core: the units start from the state "
                     f"its warming left")
             said = f"replayed from live-points, no warming ({core})"
+        before = lp.get("first_run")
+        if before is not None:                     # N = auto: the first run's sample has its own library
+            said += f"; the first run's {before['units']:,} units {before['action']} ({before['library']})"
         console.print(f"{said}; {lp['library']}")
     first = smp.get("first_run")
     if first is not None:
