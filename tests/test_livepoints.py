@@ -72,6 +72,23 @@ def test_without_the_records_verification_a_replay_goes_wrong(monkeypatch):
     assert not np.array_equal(careless.unit_cpi, captured.unit_cpi)
 
 
+def test_ready_times_long_past_are_left_out_and_the_replay_stays_exact(monkeypatch):
+    """mcf on the Nehalem (timed prefetch arrival): records without the lines' ready times that lie long before
+    the unit in both the state and the image are smaller, and every unit replays as captured; ready times
+    taken as past from the lead-in clock itself would be read by the unit's first accesses, which start a
+    pipeline's span earlier: the verification then widens records (larger libraries, still exact)."""
+    fresh = machines("nehalem", "429.mcf", 1_500_000)
+    spec = SmartsSpec(units=40)
+    sizes, widened, default = {}, {}, LP.READY_PAST
+    for past in (default, 0, 1 << 62):
+        monkeypatch.setattr(LP, "READY_PAST", past)
+        captured, library = capture_sampled(fresh(), spec, seed=1)
+        assert_same_units(replay_sampled(library, fresh), captured)
+        sizes[past], widened[past] = library.nbytes, library.chains[0].widened
+    assert sizes[default] < 0.9 * sizes[1 << 62] and widened[default] == 0
+    assert widened[0] > 0
+
+
 def test_the_key_admits_a_core_what_if_and_nothing_else():
     base = state_key(machines("nehalem", "464.h264ref", 100_000)())
     assert state_key(machines("nehalem", "464.h264ref", 100_000, ("core.rob_entries=64",))()) == base
