@@ -27,7 +27,7 @@ from whatif.simulator.osnoise import TimerNoise
 from whatif.simulator.platform import Platform
 from whatif.simulator.pmu import EventGroup, evaluate, event_groups, merge_groups
 from whatif.simulator.sampling import Sampling, sample, sample_schedules
-from whatif.simulator.smarts import (SegmentSample, SmartsResult, SmartsSpec, combine, run_segment,
+from whatif.simulator.smarts import (SegmentSample, SmartsResult, SmartsSpec, combine, report_share, run_segment,
                                      segment_boundary)
 
 MAX_PLAUSIBLE_CPI = 50.0     # for the up-front check that a run can hold a sampling interval at all
@@ -183,12 +183,7 @@ def _sampled_segment(segment: int, shared: tuple, progress: Callable[[int], None
             m.warm_functionally(spec.warmup)
         return run_segment(m, spec.sample, run_seed, 0)
     if progress is not None:
-        boundary = spec.warmup + segment_boundary(spec.sample, spec.instructions, run_seed, segment)
-
-        def counted(n: int) -> None:
-            if m.program_retired > boundary:
-                progress(min(n, m.program_retired - boundary))
-        m.on_retired = counted
+        report_share(m, spec.warmup + segment_boundary(spec.sample, spec.instructions, run_seed, segment), progress)
     return run_segment(m, spec.sample, run_seed, segment, start=spec.warmup)
 
 
@@ -276,22 +271,23 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
     library, where = store.find(key, placed, *names)
     here = {"platform": platform.name, "core": LP.core_digest(first)}
     if library is None:
-        first.on_retired = on_retired
         # (N = auto's first run is the default sample's: a library holds one sample, and sampled_one runs the second)
         result, library = LP.capture_sampled(first, replace(spec.sample, second_run=False), run_seed, fresh=fresh,
-                                             start=spec.warmup)
+                                             start=spec.warmup, workers=workers, progress=on_retired)
         where = store.keep(library, *names, about=here)
         action, about = "captured", where["about"]
+        workers = min(workers, spec.sample.segments)
     else:
         result = LP.replay_sampled(library, fresh, workers=workers, progress=on_retired)
         action, about = "replayed", where["about"]
     if on_retired is not None:
         on_retired(spec.instructions - result.covered_instructions)
-    # exact: every unit timed as the capture timed it (a later worker's first unit starts from an empty pipeline)
+    # exact: every unit timed as the capture timed it (a replay's later worker's first unit starts from an empty
+    # pipeline; a capture's workers run whole segments)
     same = about.get("core") == here["core"]
-    workers = 1 if action == "captured" else workers
+    exact = same and (action == "captured" or workers == 1)
     return result, {"action": action, "library": str(where["path"]), "units": library.units, "bytes": library.nbytes,
-                    "captured_on": about, "same_core": same, "workers": workers, "exact": same and workers == 1}
+                    "captured_on": about, "same_core": same, "workers": workers, "exact": exact}
 
 
 def _reported(platform: Platform, result: SmartsResult, live_points: dict | None = None) -> dict[str, Any]:

@@ -51,6 +51,7 @@ import math
 import multiprocessing
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -62,7 +63,7 @@ from whatif.jitcache import drop_stale_caches
 from whatif.simulator.core import timing as TM
 from whatif.simulator.machine import EVER, Machine
 from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally,
-                                     combine, run_segment, segment_units)
+                                     combine, report_share, run_segment, segment_boundary, segment_units)
 
 FORMAT_VERSION = 2       # 2: a record also undoes the previous unit's run (the words that run wrote)
 MANIFEST = "livepoints.json"
@@ -478,12 +479,15 @@ class Replay(_Image):
 
 
 def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: dict[str, str] | None = None,
-                    fresh: Callable[[], Machine] | None = None, start: int = 0) -> tuple[SmartsResult, LivePoints]:
+                    fresh: Callable[[], Machine] | None = None, start: int = 0, workers: int = 1,
+                    progress: Callable[[int], None] | None = None) -> tuple[SmartsResult, LivePoints]:
     """:func:`~simulator.smarts.run_sampled` of a fresh ``machine`` that also captures the sample's live-points
     (one chain per segment; a later segment on ``fresh()``), the measured run starting after ``start``
     instructions functionally warmed.  The estimates are the sampled run's (the machine's blocks are cut at
     every unit's lead-in and end, which leaves the instructions and their timing as they are: a test compares
-    them with a run that does not capture)."""
+    them with a run that does not capture).  ``workers``: threads that capture the segments side by side (the
+    kernels release the GIL; the library is the same either way); ``progress(n)``: program instructions covered,
+    ``start`` included (a later segment's share from where the segment before it ends)."""
     if spec.segments > 1 and fresh is None:
         raise ValueError(f"a sample of {spec.segments} segments needs `fresh`, a new machine for each later one")
     if spec.second_run:
@@ -491,19 +495,30 @@ def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: d
     if machine.program_retired:
         raise ValueError("live-points are captured from a fresh machine (the image starts from its state)")
     key = state_key(machine)
+    total = machine.instructions_target - start
     t0 = time.perf_counter()
-    parts, chains = [], []
-    for k in range(spec.segments):
+
+    def segment(k: int) -> tuple[SegmentSample, Chain]:
         m = machine if k == 0 else fresh()
+        if progress is not None:
+            if k == 0:
+                m.on_retired = progress
+            else:
+                report_share(m, start + segment_boundary(spec, total, seed, k), progress)
         capture = Capture(m)
         if k == 0 and start:
             m.fence = start
             m.warm_functionally(start)
-        parts.append(run_segment(m, spec, seed, k, events, start=start, capture=capture))
-        chains.append(capture.chain())
-    total = machine.instructions_target - start
-    result = combine(spec, total, seed, parts, time.perf_counter() - t0)
-    return result, LivePoints(spec, seed, start, total, key, tuple(chains))
+        part = run_segment(m, spec, seed, k, events, start=start, capture=capture)
+        return part, capture.chain()
+
+    if workers <= 1 or spec.segments == 1:
+        done = [segment(k) for k in range(spec.segments)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(workers, spec.segments), thread_name_prefix="capture") as pool:
+            done = list(pool.map(segment, range(spec.segments)))
+    result = combine(spec, total, seed, [part for part, _ in done], time.perf_counter() - t0)
+    return result, LivePoints(spec, seed, start, total, key, tuple(chain for _, chain in done))
 
 
 def replay_segment(machine: Machine, library: LivePoints, segment: int = 0, events: dict[str, str] | None = None,

@@ -392,6 +392,15 @@ def segment_boundary(spec: SmartsSpec, total: int, seed: int, segment: int) -> i
     return (math.floor(first + (segment_units(spec, n, segment).start - 1) * period) + 1) * spec.unit
 
 
+def report_share(machine: Machine, boundary: int, progress: Callable[[int], None]) -> None:
+    """Have ``machine`` tell ``progress(n)`` of the program instructions it retires past position ``boundary``: a
+    later segment's share of the run (its fast-forward and overlap are the earlier segments' share)."""
+    def counted(n: int) -> None:
+        if machine.program_retired > boundary:
+            progress(min(n, machine.program_retired - boundary))
+    machine.on_retired = counted
+
+
 class _Tally:
     """The per-unit values of one segment's measured units, as :func:`run_segment` and the live-point replay
     (:func:`simulator.livepoints.replay_segment`) time them."""

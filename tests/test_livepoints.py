@@ -60,6 +60,21 @@ def test_a_replay_times_every_unit_as_the_capture_did(platform_name, workload, s
         assert_same_units(captured, run_sampled(fresh(), spec, seed=1, fresh=fresh))
 
 
+def test_segments_captured_side_by_side_give_the_library_and_estimates_of_one_thread():
+    fresh = machines("nehalem", "403.gcc", 1_500_000)
+    spec = SmartsSpec(units=40, segments=2, overlap=200_000)
+    told = {1: [], 2: []}
+    (one, alone), (two, pair) = (capture_sampled(fresh(), spec, seed=1, fresh=fresh, start=100_000, workers=w,
+                                                 progress=told[w].append) for w in (1, 2))
+    assert_same_units(two, one)
+    for a, b in zip(pair.chains, alone.chains):
+        for name in LP.CHAIN_ARRAYS:
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    # progress: the warm-up and each segment's share, once (not a later segment's fast-forward and overlap)
+    covered = 100_000 + one.covered_instructions
+    assert sum(told[1]) == sum(told[2]) and 0.95 * covered < sum(told[2]) <= covered
+
+
 def test_without_the_records_verification_a_replay_goes_wrong(monkeypatch):
     """On the Harpertown (its L2 the last level, prefetched into) some of omnetpp's units read a row their run
     wrote no word of (a prefetch that found its line present): verification extends those records."""
