@@ -34,13 +34,13 @@ instruction), the core's fetch-line scalars that warming keeps, and the timer's 
 Exact, with the machine it was captured on.  A replayed unit starts from the image, exactly (every record
 also undoes the run before it): outside the rows it equals the captured state word for word, and the rows
 the unit reads are among those recorded, ready times long past aside (which the verification, a run from
-the image, shows to read the same); the pipeline is the replaying machine's own, as its previous unit left it, moved on to the captured clock
-(:meth:`Core.shift_time`), which by induction is the capture's.  So the replay times every unit exactly as
-the capture did (``tests/test_livepoints.py``: every unit's cycles and counters equal).  With another core
-(the library's key leaves the core out) the state is what warming behind the capture's core left: the
-warming clock ran at the capture core's CPI (prefetch engines, the channel's pacing, the timer), and a row
-the other core reads that the capture's did not holds what the image last recorded of it.  That
-approximation is what ``whatif validate`` measures.
+the image, shows to read the same); the pipeline is the replaying machine's own, as its previous unit left
+it, moved on to the captured clock (:meth:`Core.shift_time`), which by induction is the capture's.  So the
+replay times every unit exactly as the capture did (``tests/test_livepoints.py``: every unit's cycles and
+counters equal).  With another core (the library's key leaves the core out) the state is what warming behind
+the capture's core left: the warming clock ran at the capture core's CPI (prefetch engines, the channel's
+pacing, the timer), and a row the other core reads that the capture's did not holds what the image last
+recorded of it.  That approximation is what ``whatif validate`` measures.
 """
 
 from __future__ import annotations

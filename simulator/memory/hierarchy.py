@@ -386,10 +386,9 @@ class MemoryHierarchy:
         """The positions of the lines' ready times in the state (timed prefetch arrival): a line is ready when
         its word is at or before the present, so every word in the past reads the same (``caches.ready_wait``)."""
         S = self.state.S
-        n = len(self.level_names)
         return np.concatenate([np.zeros(0, np.int64)] + [
             S[L.G_READY0 + i] + np.arange(c.sets * c.slices * c.associativity)
-            for i, c in enumerate(self.platform.caches[name] for name in self.level_names) if S[L.G_READY0 + i]][:n])
+            for i, c in enumerate(self.platform.caches[name] for name in self.level_names) if S[L.G_READY0 + i]])
 
     def time_dependent_words(self) -> np.ndarray:
         """A mask of the state words whose values depend on time, not only on the sequence of accesses: the
