@@ -405,8 +405,8 @@ def _outcome(machine: Machine) -> list[np.ndarray]:
 @njit(nogil=True, cache=True)
 def _apply_records(parts, bounds, offsets, index, values, first, last):
     """Write records ``first .. last - 1`` into ``parts`` in turn: record ``u``'s words are
-    ``index[offsets[u]:offsets[u + 1]]``, ascending positions in the parts' one index space (part ``k`` holds
-    ``bounds[k] .. bounds[k + 1] - 1``), each int64 word cast to its part's type bit for bit (unsigned 64-bit
+    ``index[offsets[u]:offsets[u + 1]]``, positions in the parts' one index space, part after part (part ``k``
+    holds ``bounds[k] .. bounds[k + 1] - 1``), each int64 word cast to its part's type bit for bit (unsigned 64-bit
     words and narrower types as :func:`_as_words` stored them).  One call for any number of records, without
     the GIL, so that replays run side by side and a roll forward costs no Python per record."""
     for u in range(first, last):
