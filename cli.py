@@ -283,6 +283,37 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
         typer.echo(f"results written to {out}", err=as_json)
 
 
+@app.command("live-points")
+@command
+def live_points_cmd(store: Path = typer.Argument(..., help="a store of live-point libraries (simulate --live-points "
+                                                           "DIR, or a scenario's simulate.live_points)"),
+                    as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
+    """List a store's live-point libraries: workload, platform, sample, units, size, what captured them."""
+    from whatif.scenarios.results.livepoint_store import LivePointStore
+
+    libraries = LivePointStore(store, "live-points").libraries()
+    if as_json:
+        echo_json({"store": str(store), "libraries": libraries})
+        return
+    from rich.table import Table
+
+    from whatif.scenarios.render import stdout_console
+
+    t = Table(title=f"{len(libraries)} live-point libraries in {store}, "
+                    f"{sum(r['bytes'] for r in libraries) / 1e6:,.1f} MB")
+    for col in ("library", "workload", "platform", "U, W, n (S)", "units", "MB", "captured", "core"):
+        t.add_column(col, justify="right" if col in ("units", "MB") else "left")
+    for r in libraries:
+        if "damaged" in r:
+            t.add_row(r["name"], f"damaged: {r['damaged']}", "", "", "", f"{r['bytes'] / 1e6:,.1f}", "", "")
+            continue
+        d = r["design"]
+        sample = f"{d['unit']:,}, {d['warmup']:,}, {d['units']:,}" + (f" ({d['segments']})" if d["segments"] > 1 else "")
+        t.add_row(r["name"], r["workload"] or "", r["platform"] or "", sample, f"{r['units']:,}",
+                  f"{r['bytes'] / 1e6:,.1f}", r["captured"], r["captured_on"].get("core", ""))
+    stdout_console().print(t)
+
+
 # --------------------------------------------------------------------------- profile
 @app.command("profile")
 @command

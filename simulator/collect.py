@@ -269,7 +269,7 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
     key, placed = _library_of(first, spec, run_seed)
     names = (first.synth.name, platform.name)
     library, where = store.find(key, placed, *names)
-    here = {"platform": platform.name, "core": LP.core_digest(first)}
+    here = {"workload": first.synth.name, "platform": platform.name, "core": LP.core_digest(first)}
     if library is None:
         # (N = auto's first run is the default sample's: a library holds one sample, and sampled_one runs the second)
         result, library = LP.capture_sampled(first, replace(spec.sample, second_run=False), run_seed, fresh=fresh,

@@ -195,6 +195,16 @@ def test_cli_captures_once_then_replays_the_units_exactly_and_a_core_what_if_fro
     assert "replayed from live-points, no warming (captured on another nehalem core" in said
     other = json.loads(simulate("--set", "caches.L3.size_kb=4096", store=store).stdout)["sampled"]
     assert other["live_points"]["action"] == "captured" and other["live_points"]["library"] != str(library)
+    listed = runner.invoke(app, ["live-points", str(store), "--json"])
+    assert listed.exit_code == 0, listed.stderr
+    rows = {r["name"]: r for r in json.loads(listed.stdout)["libraries"]}
+    assert set(rows) == {library.name, Path(other["live_points"]["library"]).name}
+    mine = rows[library.name]
+    assert (mine["workload"], mine["platform"], mine["units"], mine["design"]["units"]) == ("403.gcc", "nehalem", 40, 40)
+    assert mine["bytes"] == sum(p.stat().st_size for p in library.iterdir()) > captured["live_points"]["bytes"]
+    assert mine["captured_on"]["core"] == captured["live_points"]["captured_on"]["core"]
+    shown = " ".join(runner.invoke(app, ["live-points", str(store)]).stdout.split())
+    assert f"2 live-point libraries in {store}, " in shown and shown.count("nehalem") >= 2   # (cells wrap at 80)
 
 
 def test_cli_replays_with_workers_and_a_warm_up(tmp_path):
@@ -233,6 +243,11 @@ def test_cli_refuses_a_damaged_library_and_bad_combinations(tmp_path):
     r = runner.invoke(app, ["simulate", "-p", "nehalem", "-w", "403.gcc", "--live-points", str(tmp_path / "other")])
     assert r.exit_code == 2 and "give --sample" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert not (tmp_path / "other").exists()
+    (library / "livepoints.json").write_text("{")          # listed, as damaged
+    row, = json.loads(runner.invoke(app, ["live-points", str(store), "--json"]).stdout)["libraries"]
+    assert row["name"] == library.name and row["damaged"].startswith("JSONDecodeError")
+    r = runner.invoke(app, ["live-points", str(tmp_path / "other")])
+    assert r.exit_code == 2 and "holds no live-point store" in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
 def test_cli_auto_stores_each_of_smarts_two_runs_and_replays_both(tmp_path):

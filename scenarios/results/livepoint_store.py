@@ -17,11 +17,13 @@ import json
 import os
 import re
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 from whatif import __version__
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.writer import _staging_name, atomic_write_text, clean_leftovers
+from whatif.simulator.livepoints import MANIFEST as LIVE_MANIFEST
 from whatif.simulator.livepoints import LivePoints, library_id
 
 MARKER = "whatif-live-points.json"
@@ -94,3 +96,28 @@ class LivePointStore:
             shutil.rmtree(stage, ignore_errors=True)
             raise
         return {"path": target, "about": about}
+
+    def libraries(self) -> list[dict]:
+        """What the store holds, a dict per library (sorted by name) from its manifest, without mapping its arrays:
+        name, workload and platform, the sample's design (U, W, n, S, ...), units, bytes on disk, the core and
+        whatif version that captured it, and when (the manifest's time, UTC); a library whose manifest cannot be
+        read is listed with ``damaged`` saying why.  Raises :class:`ScenarioError` when there is no store."""
+        if not (self.path / MARKER).is_file():
+            raise ScenarioError(f"{self.label} {self.path}: holds no live-point store (no {MARKER})")
+        out = []
+        for entry in sorted(self.path.iterdir()):
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue                                  # the marker, staging directories of running captures
+            row: dict = {"name": entry.name, "bytes": sum(f.stat().st_size for f in entry.iterdir() if f.is_file())}
+            try:
+                doc = json.loads((entry / LIVE_MANIFEST).read_text(encoding="utf-8"))
+                about, design = dict(doc.get("about") or {}), dict(doc["design"])
+                row.update(workload=about.get("workload"), platform=about.get("platform"),
+                           units=sum(c["units"] for c in doc["chains"]), design=design,
+                           captured_on={k: about[k] for k in ("core", "whatif_version") if k in about},
+                           captured=datetime.fromtimestamp((entry / LIVE_MANIFEST).stat().st_mtime, timezone.utc)
+                           .strftime("%Y-%m-%d %H:%M"), format=doc.get("whatif_live_points"))
+            except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+                row["damaged"] = f"{type(exc).__name__}: {exc}"
+            out.append(row)
+        return out
