@@ -67,7 +67,8 @@ from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResul
 
 FORMAT_VERSION = 2       # 2: a record also undoes the previous unit's run (the words that run wrote)
 MANIFEST = "livepoints.json"
-CHAIN_ARRAYS = ("offsets", "index", "values", "scalars", "timer")
+CHAIN_ARRAYS = ("offsets", "index", "values", "scalars", "timer", "keyframe_units", "keyframes")
+OPTIONAL_ARRAYS = {"timer": "timer", "keyframe_units": "keyframes", "keyframes": "keyframes"}   # -> manifest entry
 # per unit: lead-in position, clock, the core's fetch-line scalars (what warming keeps of the core)
 SCALARS = ("lead", "clock", "last_line", "need_access")
 CORE_SCALARS = (TM.S_LAST_LINE, TM.S_NEED_ACCESS)
@@ -75,6 +76,10 @@ CORE_SCALARS = (TM.S_LAST_LINE, TM.S_NEED_ACCESS)
 # a pipeline's span (fetch to retirement of its oldest instruction) before the lead-in clock, hundreds of cycles
 # (a record that leaves out a ready time the unit does read differs in the verification, which then adds it)
 READY_PAST = 1 << 14
+# a keyframe (the whole image, as a replay has it at a unit's start) is kept once the records since the last one
+# hold this many times its size: a replay's later worker rolls forward from the keyframe before its first unit
+# through at most that many bytes of records, and keyframes add at most 1/KEYFRAME_RATIO to the library
+KEYFRAME_RATIO = 50
 VERIFY_ROUNDS = 4        # reruns that may add the sets a rerun wrote, before a record takes every differing word
 
 
@@ -112,7 +117,8 @@ def state_key(machine: Machine) -> str:
 class Chain:
     """One segment's live-points: unit ``j``'s words are ``index[offsets[j]:offsets[j + 1]]`` (positions in the
     concatenated state parts) with their ``values``; ``scalars[j]`` (:data:`SCALARS`), ``timer[j]``
-    (:meth:`TimerInterrupts.snapshot`, None without a timer)."""
+    (:meth:`TimerInterrupts.snapshot`, None without a timer); ``keyframes[i]``: the whole image, as words, after
+    the records up to unit ``keyframe_units[i]`` (None: none kept)."""
     offsets: np.ndarray
     index: np.ndarray
     values: np.ndarray
@@ -120,14 +126,15 @@ class Chain:
     timer: np.ndarray | None
     extended: int = 0         # units whose record its verification extended (Capture)
     widened: int = 0          # units whose record took every differing word of the looked-up rows (Capture)
+    keyframe_units: np.ndarray | None = None
+    keyframes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.scalars)
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.offsets, self.index, self.values, self.scalars, self.timer)
-                   if a is not None)
+        return sum(getattr(self, name).nbytes for name in CHAIN_ARRAYS if getattr(self, name) is not None)
 
 
 def design(spec: SmartsSpec, seed: int, start: int, total: int) -> dict:
@@ -170,7 +177,7 @@ class LivePoints:
 
     def save(self, directory: Path, about: dict | None = None) -> None:
         """Write the library into the existing, empty ``directory``: ``livepoints.json`` (format, key, design,
-        sizes, and ``about``: what captured it) and five ``.npy`` arrays per chain, which :meth:`load` maps."""
+        sizes, and ``about``: what captured it) and the chains' ``.npy`` arrays, which :meth:`load` maps."""
         directory = Path(directory)
         for k, chain in enumerate(self.chains):
             for name in CHAIN_ARRAYS:
@@ -179,7 +186,8 @@ class LivePoints:
                     np.save(directory / f"chain{k}.{name}.npy", array, allow_pickle=False)
         doc = {"whatif_live_points": FORMAT_VERSION, "key": self.key, "design": self.design, "id": self.id,
                "chains": [{"units": len(c), "words": int(len(c.index)), "extended": c.extended, "widened": c.widened,
-                           "timer": c.timer is not None} for c in self.chains],
+                           "timer": c.timer is not None,
+                           "keyframes": 0 if c.keyframe_units is None else len(c.keyframe_units)} for c in self.chains],
                "bytes": self.nbytes, "about": about or {}}
         (directory / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
@@ -204,7 +212,7 @@ class LivePoints:
                 # (plain views of the maps: a memmap's slices are memmaps, each costing Python to make)
                 arrays = {name: np.asarray(np.load(directory / f"chain{k}.{name}.npy", mmap_mode="r",
                                                    allow_pickle=False))
-                          for name in CHAIN_ARRAYS if name != "timer" or about["timer"]}
+                          for name in CHAIN_ARRAYS if name not in OPTIONAL_ARRAYS or about.get(OPTIONAL_ARRAYS[name])}
                 chains.append(Chain(**{name: arrays.get(name) for name in CHAIN_ARRAYS}, extended=about["extended"],
                                     widened=about["widened"]))
             library = cls(spec, placed["seed"], placed["start"], placed["instructions"], doc["key"], tuple(chains),
@@ -213,7 +221,11 @@ class LivePoints:
             raise ValueError(f"{directory}: a damaged live-point library ({type(exc).__name__}: {exc})") from None
         if library.id != doc.get("id") or [len(c) for c in chains] != [a["units"] for a in doc["chains"]] or \
                 any(len(c.offsets) != len(c) + 1 or not c.offsets[-1] == len(c.index) == len(c.values) or
-                    (c.timer is not None and len(c.timer) != len(c)) for c in chains):
+                    (c.timer is not None and len(c.timer) != len(c)) or
+                    (c.keyframes is not None and (len(c.keyframes) != len(c.keyframe_units) or
+                                                  np.any(np.diff(c.keyframe_units) <= 0) or
+                                                  np.any((c.keyframe_units < 0) | (c.keyframe_units >= len(c)))))
+                    for c in chains):
             raise ValueError(f"{directory}: a damaged live-point library (its arrays do not match its manifest)")
         return library
 
@@ -283,6 +295,9 @@ class Capture(_Image):
         self._lead: _Snapshot | None = None
         self.extended = self.widened = 0
         self._written = [np.zeros(0, np.int64) for _ in self.parts]     # by the last unit's run, per part
+        self.keyframe_units: list[int] = []
+        self.keyframes: list[np.ndarray] = []
+        self._since_keyframe = 0                          # bytes of records since the last keyframe
 
     def at_lead(self, machine: Machine) -> None:
         """The unit's lead-in: the machine warmed and its blocks spent (fenced) here."""
@@ -333,6 +348,11 @@ class Capture(_Image):
         index = [_union(idx, w, len(a)) for idx, w, a in zip(index, self._written, image)]
         self.records.append((np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
                              np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)])))
+        self._since_keyframe += self.records[-1][0].nbytes + self.records[-1][1].nbytes
+        if self._since_keyframe >= KEYFRAME_RATIO * 8 * self.offsets[-1]:
+            self.keyframe_units.append(len(self.records) - 1)
+            self.keyframes.append(np.concatenate([_as_words(a) for a in image]))
+            self._since_keyframe = 0
         self._written = [np.flatnonzero(x != p) for x, p in zip(lead.arrays, self.parts)]
         self._written[0] = _union(self._written[0], wrote, len(memory))     # and what a replay's run writes
         self._lead = None
@@ -377,8 +397,12 @@ class Capture(_Image):
             index[offsets[j]:offsets[j + 1]], values[offsets[j]:offsets[j + 1]] = self.records[j]
             self.records[j] = None
         self.records = []
+        keyframes = np.array(self.keyframes, np.int64) if self.keyframes else None
+        self.keyframes = []
         return Chain(offsets, index, values, np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
-                     np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened)
+                     np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened,
+                     keyframe_units=np.array(self.keyframe_units, np.int64) if keyframes is not None else None,
+                     keyframes=keyframes)
 
 
 def _union(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
@@ -427,6 +451,11 @@ def _as_words(x: np.ndarray) -> np.ndarray:
     return x.view(np.int64) if x.dtype.itemsize == 8 else x.astype(np.int64)
 
 
+def _from_words(words: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """:func:`_as_words` undone."""
+    return words.view(dtype) if np.dtype(dtype).itemsize == 8 else words.astype(dtype)
+
+
 class Replay(_Image):
     """Puts a fresh ``machine`` into each unit's live-point of ``chain`` in turn (:meth:`restore`)."""
 
@@ -467,6 +496,16 @@ class Replay(_Image):
         """Take the records up to unit ``j``'s into the image (without touching the machine)."""
         if j < self.at:
             raise ValueError(f"live-points are replayed in order: unit {self.at} next, not {j}")
+        c = self.chain
+        if c.keyframe_units is not None:
+            k = int(np.searchsorted(c.keyframe_units, j, side="right")) - 1     # the last keyframe at or before j
+            if k >= 0 and c.keyframe_units[k] >= self.at:
+                words = c.keyframes[k]
+                if len(words) != self.offsets[-1]:
+                    raise ValueError(f"a keyframe of {len(words):,} words, the state {self.offsets[-1]:,}")
+                for a, lo, hi in zip(self.image, self.offsets[:-1], self.offsets[1:]):
+                    a[:] = _from_words(words[lo:hi], a.dtype)
+                self.at = int(c.keyframe_units[k]) + 1
         self._apply(self.image, self.at, j + 1)
         self.at = j + 1
 

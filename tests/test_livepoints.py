@@ -5,6 +5,7 @@ and nothing else; a core what-if replayed lands near its own sampled run; the ti
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,29 @@ def test_segments_captured_side_by_side_give_the_library_and_estimates_of_one_th
     # progress: the warm-up and each segment's share, once (not a later segment's fast-forward and overlap)
     covered = 100_000 + one.covered_instructions
     assert sum(told[1]) == sum(told[2]) and 0.95 * covered < sum(told[2]) <= covered
+
+
+def test_a_later_share_rolls_forward_from_a_keyframe_to_the_image_of_the_records_before_it(monkeypatch, tmp_path):
+    fresh = machines("nehalem", "429.mcf", 1_500_000)
+    monkeypatch.setattr(LP, "KEYFRAME_RATIO", 1)            # a keyframe whenever the records outgrow one image
+    captured, library = capture_sampled(fresh(), SmartsSpec(units=40), seed=1)
+    chain = library.chains[0]
+    assert chain.keyframes is not None and 2 <= len(chain.keyframe_units) < 40 and chain.keyframe_units[0] > 5
+    assert chain.keyframes.shape[1] == sum(len(a) for a in LP.state_parts(fresh()))
+    library.save(tmp_path)
+    loaded = LivePoints.load(tmp_path)
+    np.testing.assert_array_equal(loaded.chains[0].keyframes, chain.keyframes)
+    bare = LivePoints(library.spec, library.seed, library.start, library.total, library.key,
+                      (replace(chain, keyframe_units=None, keyframes=None),))
+    for j in (5, int(chain.keyframe_units[0]), int(chain.keyframe_units[1]) + 3, 39):
+        a, b = LP.Replay(fresh(), loaded.chains[0]), LP.Replay(fresh(), bare.chains[0])
+        a.roll(j)
+        b.roll(j)
+        for x, y in zip(a.image, b.image):
+            np.testing.assert_array_equal(x, y)
+    assert_same_units(replay_sampled(loaded, fresh), captured)
+    np.testing.assert_array_equal(replay_sampled(loaded, fresh, workers=2).unit_cpi,
+                                  replay_sampled(bare, fresh, workers=2).unit_cpi)
 
 
 def test_without_the_records_verification_a_replay_goes_wrong(monkeypatch):
