@@ -308,7 +308,9 @@ def live_points_cmd(store: Path = typer.Argument(..., help="a store of live-poin
             t.add_row(r["name"], f"damaged: {r['damaged']}", "", "", "", f"{r['bytes'] / 1e6:,.1f}", "", "")
             continue
         d = r["design"]
-        sample = f"{d['unit']:,}, {d['warmup']:,}, {d['units']:,}" + (f" ({d['segments']})" if d["segments"] > 1 else "")
+        sample = f"{d['unit']:,}, {d['warmup']:,}, {d['units']:,}"
+        if d["segments"] > 1:
+            sample += f" ({d['segments']})"
         t.add_row(r["name"], r["workload"] or "", r["platform"] or "", sample, f"{r['units']:,}",
                   f"{r['bytes'] / 1e6:,.1f}", r["captured"], r["captured_on"].get("core", ""))
     stdout_console().print(t)

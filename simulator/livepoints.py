@@ -620,10 +620,10 @@ def replay_sampled(library: LivePoints, fresh: Callable[[], Machine], events: di
     """The library's sample timed on machines ``fresh()`` returns, from its live-points, in ``workers`` processes
     forked from this one (each segment's units cut into ``workers`` runs side by side, :func:`replay_segment`;
     forked, they share the library's pages and the loaded kernels, and run free of each other's Python, which
-    threads do not: two threads replayed 1.2x as fast as one, two processes 2x).  The machines must share the
-    library's state key (:func:`state_key`: everything but the core); the result is a :class:`SmartsResult` as
-    the capture's, with no instruction warmed.  ``progress(n)``: program instructions covered (as a run's share
-    ends, with workers)."""
+    threads do not: two threads replayed 1.2x as fast as one; two processes side by side each ran as fast as one
+    alone).  The machines must share the library's state key (:func:`state_key`: everything but the core); the
+    result is a :class:`SmartsResult` as the capture's, with no instruction warmed.  ``progress(n)``: program
+    instructions covered (as a run's share ends, with workers)."""
     global _FORKED
     t0 = time.perf_counter()
     jobs = [(segment, (k, workers)) for segment in range(len(library.chains)) for k in range(workers)]

@@ -28,8 +28,8 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     """``seed`` is the program seed (binary and input); the replicate seed is drawn from it.  ``sample``:
     ``smarts[:U,W,N[,S[,B]]]``, a SMARTS sampled run (the document's ``sampled`` entry carries the estimates'
     confidence intervals); ``workers``: threads that run its S segments side by side (or, replayed from
-    live-points, processes that run its units); ``live_points``: a directory of live-point libraries, the sample replayed from
-    this configuration's when there is one, else run capturing it."""
+    live-points, processes that run its units); ``live_points``: a directory of live-point libraries, the sample
+    replayed from this configuration's when there is one, else run capturing it."""
     started = time.perf_counter()
     if out is not None:
         check_results_target(out)
