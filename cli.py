@@ -8,6 +8,7 @@ Exit codes: 0 success, 2 bad input (one line on stderr, nothing written), 1 inte
 
 from __future__ import annotations
 
+import errno
 import functools
 import sys
 from pathlib import Path
@@ -94,8 +95,17 @@ def command(fn: Callable) -> Callable:
                 return fn(*args, **kwargs)
         except _user_error_types() as exc:
             fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        except OSError as exc:
+            # the writers say which output a full disk refused (``write_refused``); this is the net under
+            # any other write that meets one
+            if exc.errno not in _NO_ROOM:
+                raise
+            fail(f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror)
 
     return wrapper
+
+
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 
 
 CSV = typer.Option(False, "--csv", help="with --out: every table also as CSV (beside the Parquet)")

@@ -275,6 +275,31 @@ def test_cli_refuses_a_damaged_library_and_bad_combinations(tmp_path):
     assert r.exit_code == 2 and "holds no live-point store" in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
+def test_a_library_the_disk_cannot_hold_is_refused_and_nothing_is_kept(tmp_path, monkeypatch):
+    from whatif.scenarios.results import writer
+
+    store = tmp_path / "lp"
+    usage = writer.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(writer.shutil, "disk_usage", lambda path: usage._replace(free=10 ** 6))
+    r = simulate(store=store)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.output, r.stderr
+    assert f"--live-points {store}/403.gcc-nehalem-" in r.stderr and "MB, and the file system of" in r.stderr
+    assert "has 1.0 MB free; nothing written" in r.stderr
+    assert [p.name for p in store.iterdir()] == ["whatif-live-points.json"]
+    # room at the check, then the disk fills while the arrays are written (numpy says so without an errno)
+    monkeypatch.undo()
+    saved = LivePoints.save
+
+    def fills_up(self, directory, about=None):
+        saved(self, directory, about)
+        raise OSError("Not enough free space to write 71928216 bytes after offset 128")
+    monkeypatch.setattr(LivePoints, "save", fills_up)
+    r = simulate(store=store)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "could not be written (Not enough free space to write 71928216 bytes" in r.stderr
+    assert [p.name for p in store.iterdir()] == ["whatif-live-points.json"]      # no library, no staging left
+
+
 def test_cli_auto_stores_each_of_smarts_two_runs_and_replays_both(tmp_path):
     store = tmp_path / "lp"
     args = ["simulate", "-p", "nehalem", "-w", "464.h264ref", "-n", "2000000", "--sample", "smarts:1000,2000,auto",

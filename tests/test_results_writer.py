@@ -1,8 +1,10 @@
 """The results writer never destroys what whatif did not write: staged, atomic, refuses foreign targets,
 cleans up after killed runs (issue 12's data-loss repros, each a test)."""
 
+import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -288,6 +290,55 @@ def test_trace_output_replaces_its_own_traces(tmp_path):
         assert result.exit_code == 0, result.output
         assert json.loads(invoke("trace", "info", tmp_path / name, "--json").stdout)["records"] >= 20
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.lackey", "t.wtr"]
+
+
+# ------------------------------------------------------------------------------------ a full disk
+def _free(monkeypatch, nbytes):
+    usage = shutil.disk_usage("/")
+    monkeypatch.setattr(writer.shutil, "disk_usage", lambda path: usage._replace(free=nbytes))
+
+
+def _no_space(*_):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_outputs_a_file_system_has_no_room_for_are_refused_before_writing(tmp_path, monkeypatch):
+    (tmp_path / "mine.txt").write_text("keep")
+    before = snapshot(tmp_path)
+    _free(monkeypatch, 1000)
+    # 10,000 accesses' records of lackey text do not fit in 1,000 bytes
+    assert_one_line_error(invoke("trace", "synth", tmp_path / "t.lackey", "--accesses", "10000"),
+                          "t.lackey: needs 0.", "MB, and the file system of", "has 0.0 MB free; nothing written")
+    assert_one_line_error(invoke("simulate", "-p", "mpc7447a", "-w", "specjvm98/compress", "-n", "1000",
+                                 "--out", tmp_path / "out"), f"--out {tmp_path / 'out'}: ", "MB free; nothing written")
+    assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
+    _free(monkeypatch, 10 ** 6)
+    assert invoke("trace", "synth", tmp_path / "t.lackey", "--accesses", "10000").exit_code == 0
+
+
+def test_a_disk_that_fills_during_the_write_leaves_nothing(tmp_path, monkeypatch):
+    (tmp_path / "mine.txt").write_text("keep")
+    assert invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", "10").exit_code == 0
+    write(tmp_path / "out")
+    before = snapshot(tmp_path)
+    monkeypatch.setattr(writer.os, "fsync", _no_space)
+    assert_one_line_error(invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", "20"),
+                          "t.wtr: could not be written (No space left on device); nothing written")
+    assert_one_line_error(invoke("simulate", "-p", "mpc7447a", "-w", "specjvm98/compress", "-n", "1000",
+                                 "--out", tmp_path / "out"), "could not be written (No space left on device)")
+    # the earlier trace and results stand, and no staging file or directory is left
+    assert snapshot(tmp_path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt", "out", "t.wtr"]
+
+
+def test_a_full_disk_anywhere_else_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    from whatif.scenarios.commands import trace as trace_command
+
+    def full(*_, **__):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "t.wtr"))
+    monkeypatch.setattr(trace_command, "write_trace", full)
+    assert_one_line_error(invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", "10"),
+                          f"{tmp_path / 't.wtr'}: No space left on device")
 
 
 def test_atomic_write_replaces_whole_file(tmp_path):

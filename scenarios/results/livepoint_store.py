@@ -22,7 +22,8 @@ from pathlib import Path
 
 from whatif import __version__
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.results.writer import _staging_name, atomic_write_text, clean_leftovers
+from whatif.scenarios.results.writer import _staging_name, atomic_write_text, check_room, clean_leftovers, \
+    write_refused
 from whatif.simulator.livepoints import MANIFEST as LIVE_MANIFEST
 from whatif.simulator.livepoints import LivePoints, library_id
 
@@ -81,11 +82,16 @@ class LivePointStore:
             atomic_write_text(marker, json.dumps({"whatif_live_point_store": STORE_FORMAT}) + "\n", _is_marker)
         target = self.path / self.name(library.key, library.design, workload, platform)
         clean_leftovers(target)
+        what = f"{self.label} {target}"
+        check_room(self.path, library.nbytes, what)
         stage = self.path / _staging_name(target.name, "stage")
         stage.mkdir()
         about = {**about, "whatif_version": __version__}
         try:
-            library.save(stage, about)
+            try:
+                library.save(stage, about)
+            except OSError as exc:                    # (the disk filled meanwhile; numpy's says so without errno)
+                raise write_refused(what, exc) from None
             try:
                 os.rename(stage, target)
             except OSError:

@@ -164,6 +164,26 @@ def _umask() -> int:
     return mask
 
 
+# ----------------------------------------------------------------------------- room on the disk
+def check_room(directory: str | os.PathLike, nbytes: int, what: str) -> None:
+    """Refuse (:class:`ScenarioError`) an output of ``nbytes`` that the file system of ``directory`` (which
+    exists) has not the room for: checked before writing, so that a full disk refuses it in one line, not
+    halfway through."""
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return                                    # (the write itself then says what is wrong)
+    if nbytes > free:
+        raise ScenarioError(f"{what}: needs {nbytes / 1e6:,.1f} MB, and the file system of {directory} has "
+                            f"{free / 1e6:,.1f} MB free; nothing written")
+
+
+def write_refused(what: str, exc: OSError) -> ScenarioError:
+    """The one-line error of an output the system refused while it was written (the disk filled meanwhile, a
+    quota, an I/O error), once the caller has removed what it staged."""
+    return ScenarioError(f"{what}: could not be written ({exc.strerror or exc}); nothing written")
+
+
 # ----------------------------------------------------------------------------- single files
 def atomic_write_bytes(path: str | os.PathLike, data: bytes,
                        is_ours: Callable[[Path], bool] | None = None) -> None:
@@ -178,6 +198,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes,
     path.parent.mkdir(parents=True, exist_ok=True)
     if is_ours is not None:
         clean_leftovers(path)
+    check_room(path.parent, len(data), str(path))
     tmp = path.parent / _staging_name(path.name, "stage")
     try:
         with open(tmp, "xb") as fh:
@@ -186,6 +207,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes,
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_refused(str(path), exc) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -383,10 +407,15 @@ class ResultsWriter:
 
     def bytes(self, name: str, data: bytes) -> Path:
         target = self._record(name)
-        with open(target, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())          # on disk before the directory is renamed into place
+        what = f"--out {self.out_dir}: {name}"
+        check_room(self.path, len(data), what)
+        try:
+            with open(target, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())          # on disk before the directory is renamed into place
+        except OSError as exc:                 # (__exit__ removes the staging directory)
+            raise write_refused(what, exc) from None
         return target
 
     def text(self, name: str, text: str) -> Path:
