@@ -272,9 +272,11 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
     here = {"workload": first.synth.name, "platform": platform.name, "core": LP.core_digest(first)}
     if library is None:
         # (N = auto's first run is the default sample's: a library holds one sample, and sampled_one runs the second)
-        result, library = LP.capture_sampled(first, replace(spec.sample, second_run=False), run_seed, fresh=fresh,
-                                             start=spec.warmup, workers=workers, progress=on_retired)
-        where = store.keep(library, *names, about=here)
+        with store.staging(key, placed, *names) as stage:       # (the records go to disk as they are made)
+            result, library = LP.capture_sampled(first, replace(spec.sample, second_run=False), run_seed,
+                                                 fresh=fresh, start=spec.warmup, workers=workers, progress=on_retired,
+                                                 into=stage)
+            where = store.keep(library, *names, about=here, stage=stage)
         action, about = "captured", where["about"]
         workers = min(workers, spec.sample.segments)
     else:

@@ -49,6 +49,7 @@ import hashlib
 import json
 import math
 import multiprocessing
+import struct
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -176,13 +177,14 @@ class LivePoints:
         return library_id(self.key, self.design)
 
     def save(self, directory: Path, about: dict | None = None) -> None:
-        """Write the library into the existing, empty ``directory``: ``livepoints.json`` (format, key, design,
-        sizes, and ``about``: what captured it) and the chains' ``.npy`` arrays, which :meth:`load` maps."""
+        """Write the library into ``directory``: ``livepoints.json`` (format, key, design, sizes, and ``about``:
+        what captured it) and the chains' ``.npy`` arrays, which :meth:`load` maps.  The directory is empty, or
+        the one :func:`capture_sampled` streamed the large arrays into (``into``): those files are kept."""
         directory = Path(directory)
         for k, chain in enumerate(self.chains):
             for name in CHAIN_ARRAYS:
                 array = getattr(chain, name)
-                if array is not None:
+                if array is not None and not (directory / f"chain{k}.{name}.npy").exists():
                     np.save(directory / f"chain{k}.{name}.npy", array, allow_pickle=False)
         doc = {"whatif_live_points": FORMAT_VERSION, "key": self.key, "design": self.design, "id": self.id,
                "chains": [{"units": len(c), "words": int(len(c.index)), "extended": c.extended, "widened": c.widened,
@@ -234,6 +236,38 @@ class LivePoints:
         return sum(c.nbytes for c in self.chains)
 
 
+class _ArrayFile:
+    """An ``.npy`` file written a block of rows at a time, its shape set when it is closed: a capture's records
+    go to disk as they are made, so that a library of gigabytes is never held in memory and a disk that fills
+    stops the capture when it does (an ``OSError``), not after it."""
+
+    HEADER = 128            # bytes before the data: numpy's magic, version, header length, and the header padded
+
+    def __init__(self, path: Path, dtype, width: int | None = None):
+        self.path, self.dtype, self.width, self.rows = Path(path), np.dtype(dtype), width, 0
+        self._fh = open(self.path, "xb")
+        self._fh.write(bytes(self.HEADER))
+
+    def append(self, rows: np.ndarray) -> None:
+        """Rows of a 1-D file, or one row of a file of ``width`` columns."""
+        rows = np.ascontiguousarray(rows, self.dtype)
+        self._fh.write(memoryview(rows).cast("B"))
+        self.rows += len(rows) if self.width is None else 1
+
+    def close(self) -> np.ndarray:
+        """The file completed, mapped (a plain view, as :meth:`LivePoints.load` has it)."""
+        shape = (self.rows,) if self.width is None else (self.rows, self.width)
+        text = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": shape})
+        header = text.encode("latin1").ljust(self.HEADER - 11) + b"\n"
+        self._fh.seek(0)
+        self._fh.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)
+        self._fh.close()
+        return np.asarray(np.load(self.path, mmap_mode="r", allow_pickle=False))
+
+    def discard(self) -> None:
+        self._fh.close()
+
+
 class _Image:
     """The library's running image of a machine's state parts, and their place in one index space."""
 
@@ -273,10 +307,21 @@ class Capture(_Image):
     the two runs end differently (a lookup that wrote nothing: a set a prefetcher only probed, a PLRU hit that
     left the bits as they were), the rows the second run wrote are added to the record and it is verified
     again; after :data:`VERIFY_ROUNDS` the record takes every differing word of the rows, which makes the
-    image the captured state word for word.  ``extended`` and ``widened`` count those units."""
+    image the captured state word for word.  ``extended`` and ``widened`` count those units.
 
-    def __init__(self, machine: Machine):
+    ``into``: a directory to stream the records and keyframes into as ``name.index.npy``, ``name.values.npy``
+    and ``name.keyframes.npy`` (:class:`_ArrayFile`), which the chain then maps; without it they are held in
+    memory."""
+
+    def __init__(self, machine: Machine, into: Path | None = None, name: str = "chain0"):
         super().__init__(machine)
+        self._files: dict[str, _ArrayFile] = {}
+        if into is not None:
+            into = Path(into)
+            self._files = {"index": _ArrayFile(into / f"{name}.index.npy", np.int32),
+                           "values": _ArrayFile(into / f"{name}.values.npy", np.int64)}
+            self._keyframes_at = into / f"{name}.keyframes.npy"
+        self._lengths: list[int] = []                     # of each unit's record
         self.rows = machine.memory.lookup_rows()
         in_rows = np.zeros(len(self.parts[0]), bool)
         self.row_of = []                                  # per table of rows: the row of each memory word (-1: none)
@@ -346,12 +391,24 @@ class Capture(_Image):
         # and the words the previous unit's run wrote, as the image has them: a replay undoes that run's writes
         # with this record rather than by copying the whole image back before every unit
         index = [_union(idx, w, len(a)) for idx, w, a in zip(index, self._written, image)]
-        self.records.append((np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
-                             np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)])))
-        self._since_keyframe += self.records[-1][0].nbytes + self.records[-1][1].nbytes
+        record = (np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
+                  np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)]))
+        if self._files:
+            self._files["index"].append(record[0])
+            self._files["values"].append(record[1])
+        else:
+            self.records.append(record)
+        self._lengths.append(len(record[0]))
+        self._since_keyframe += record[0].nbytes + record[1].nbytes
         if self._since_keyframe >= KEYFRAME_RATIO * 8 * self.offsets[-1]:
-            self.keyframe_units.append(len(self.records) - 1)
-            self.keyframes.append(np.concatenate([_as_words(a) for a in image]))
+            self.keyframe_units.append(len(self._lengths) - 1)
+            keyframe = np.concatenate([_as_words(a) for a in image])
+            if self._files:
+                if "keyframes" not in self._files:
+                    self._files["keyframes"] = _ArrayFile(self._keyframes_at, np.int64, len(keyframe))
+                self._files["keyframes"].append(keyframe)
+            else:
+                self.keyframes.append(keyframe)
             self._since_keyframe = 0
         self._written = [np.flatnonzero(x != p) for x, p in zip(lead.arrays, self.parts)]
         self._written[0] = _union(self._written[0], wrote, len(memory))     # and what a replay's run writes
@@ -388,17 +445,28 @@ class Capture(_Image):
             after.put(machine, self.parts)
             machine.on_retired = told
 
+    def discard(self) -> None:
+        """Close the files a failed capture was streaming into (the caller removes them)."""
+        for f in self._files.values():
+            f.discard()
+        self._files = {}
+
     def chain(self) -> Chain:
-        """The records as one chain (taken from the capture as they are copied: a library of gigabytes is
-        never held twice)."""
-        offsets = np.cumsum([0] + [len(i) for i, _ in self.records]).astype(np.int64)
-        index, values = np.empty(offsets[-1], np.int32), np.empty(offsets[-1], np.int64)
-        for j in range(len(self.records)):
-            index[offsets[j]:offsets[j + 1]], values[offsets[j]:offsets[j + 1]] = self.records[j]
-            self.records[j] = None
-        self.records = []
-        keyframes = np.array(self.keyframes, np.int64) if self.keyframes else None
-        self.keyframes = []
+        """The records as one chain: the streamed files mapped, or the records held in memory taken from the
+        capture as they are copied (a library of gigabytes is never held twice)."""
+        offsets = np.cumsum([0] + self._lengths).astype(np.int64)
+        if self._files:
+            index, values = self._files["index"].close(), self._files["values"].close()
+            keyframes = self._files["keyframes"].close() if "keyframes" in self._files else None
+            self._files = {}
+        else:
+            index, values = np.empty(offsets[-1], np.int32), np.empty(offsets[-1], np.int64)
+            for j in range(len(self.records)):
+                index[offsets[j]:offsets[j + 1]], values[offsets[j]:offsets[j + 1]] = self.records[j]
+                self.records[j] = None
+            self.records = []
+            keyframes = np.array(self.keyframes, np.int64) if self.keyframes else None
+            self.keyframes = []
         return Chain(offsets, index, values, np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
                      np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened,
                      keyframe_units=np.array(self.keyframe_units, np.int64) if keyframes is not None else None,
@@ -519,14 +587,17 @@ class Replay(_Image):
 
 def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: dict[str, str] | None = None,
                     fresh: Callable[[], Machine] | None = None, start: int = 0, workers: int = 1,
-                    progress: Callable[[int], None] | None = None) -> tuple[SmartsResult, LivePoints]:
+                    progress: Callable[[int], None] | None = None, into: Path | None = None
+                    ) -> tuple[SmartsResult, LivePoints]:
     """:func:`~simulator.smarts.run_sampled` of a fresh ``machine`` that also captures the sample's live-points
     (one chain per segment; a later segment on ``fresh()``), the measured run starting after ``start``
     instructions functionally warmed.  The estimates are the sampled run's (the machine's blocks are cut at
     every unit's lead-in and end, which leaves the instructions and their timing as they are: a test compares
     them with a run that does not capture).  ``workers``: threads that capture the segments side by side (the
     kernels release the GIL; the library is the same either way); ``progress(n)``: program instructions covered,
-    ``start`` included (a later segment's share from where the segment before it ends)."""
+    ``start`` included (a later segment's share from where the segment before it ends); ``into``: an empty
+    directory to stream the records into as they are made (:class:`Capture`), which :meth:`LivePoints.save`
+    then completes, rather than holding them in memory."""
     if spec.segments > 1 and fresh is None:
         raise ValueError(f"a sample of {spec.segments} segments needs `fresh`, a new machine for each later one")
     if spec.second_run:
@@ -544,11 +615,15 @@ def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: d
                 m.on_retired = progress
             else:
                 report_share(m, start + segment_boundary(spec, total, seed, k), progress)
-        capture = Capture(m)
+        capture = Capture(m, into, f"chain{k}")
         if k == 0 and start:
             m.fence = start
             m.warm_functionally(start)
-        part = run_segment(m, spec, seed, k, events, start=start, capture=capture)
+        try:
+            part = run_segment(m, spec, seed, k, events, start=start, capture=capture)
+        except BaseException:
+            capture.discard()
+            raise
         return part, capture.chain()
 
     if workers <= 1 or spec.segments == 1:

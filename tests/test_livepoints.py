@@ -4,7 +4,9 @@ and nothing else; a core what-if replayed lands near its own sampled run; the ti
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from whatif.cli import app
+from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.livepoint_store import LivePointStore
 from whatif.simulator import livepoints as LP
 from whatif.simulator.isa import isa_for
@@ -61,13 +64,16 @@ def test_a_replay_times_every_unit_as_the_capture_did(platform_name, workload, s
         assert_same_units(captured, run_sampled(fresh(), spec, seed=1, fresh=fresh))
 
 
-def test_segments_captured_side_by_side_give_the_library_and_estimates_of_one_thread():
+def test_segments_captured_side_by_side_give_the_library_and_estimates_of_one_thread(tmp_path):
     fresh = machines("nehalem", "403.gcc", 1_500_000)
     spec = SmartsSpec(units=40, segments=2, overlap=200_000)
     told = {1: [], 2: []}
+    # (the two threads streaming their chains' records into files as they make them)
     (one, alone), (two, pair) = (capture_sampled(fresh(), spec, seed=1, fresh=fresh, start=100_000, workers=w,
-                                                 progress=told[w].append) for w in (1, 2))
+                                                 progress=told[w].append, into=tmp_path if w == 2 else None)
+                                 for w in (1, 2))
     assert_same_units(two, one)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"chain{k}.{a}.npy" for k in (0, 1) for a in ("index", "values")]
     for a, b in zip(pair.chains, alone.chains):
         for name in LP.CHAIN_ARRAYS:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
@@ -83,7 +89,14 @@ def test_a_later_share_rolls_forward_from_a_keyframe_to_the_image_of_the_records
     chain = library.chains[0]
     assert chain.keyframes is not None and 2 <= len(chain.keyframe_units) < 40 and chain.keyframe_units[0] > 5
     assert chain.keyframes.shape[1] == sum(len(a) for a in LP.state_parts(fresh()))
-    library.save(tmp_path)
+    # streamed: the records and keyframes go to files as they are made, the chain maps them, save completes them
+    again, streamed = capture_sampled(fresh(), SmartsSpec(units=40), seed=1, into=tmp_path)
+    assert_same_units(again, captured)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chain0.index.npy", "chain0.keyframes.npy",
+                                                          "chain0.values.npy"]
+    for name in LP.CHAIN_ARRAYS:
+        np.testing.assert_array_equal(getattr(streamed.chains[0], name), getattr(chain, name), err_msg=name)
+    streamed.save(tmp_path)
     loaded = LivePoints.load(tmp_path)
     np.testing.assert_array_equal(loaded.chains[0].keyframes, chain.keyframes)
     bare = LivePoints(library.spec, library.seed, library.start, library.total, library.key,
@@ -275,29 +288,33 @@ def test_cli_refuses_a_damaged_library_and_bad_combinations(tmp_path):
     assert r.exit_code == 2 and "holds no live-point store" in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
-def test_a_library_the_disk_cannot_hold_is_refused_and_nothing_is_kept(tmp_path, monkeypatch):
-    from whatif.scenarios.results import writer
-
+def test_a_disk_that_fills_stops_the_capture_at_once_and_nothing_is_kept(tmp_path, monkeypatch):
     store = tmp_path / "lp"
-    usage = writer.shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(writer.shutil, "disk_usage", lambda path: usage._replace(free=10 ** 6))
+    appended = []
+    append = LP._ArrayFile.append
+
+    def fills_up(self, rows):
+        appended.append(len(rows))
+        if len(appended) > 10:                    # the 6th unit's records
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        append(self, rows)
+    monkeypatch.setattr(LP._ArrayFile, "append", fills_up)
     r = simulate(store=store)
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.output, r.stderr
-    assert f"--live-points {store}/403.gcc-nehalem-" in r.stderr and "MB, and the file system of" in r.stderr
-    assert "has 1.0 MB free; nothing written" in r.stderr
-    assert [p.name for p in store.iterdir()] == ["whatif-live-points.json"]
-    # room at the check, then the disk fills while the arrays are written (numpy says so without an errno)
-    monkeypatch.undo()
-    saved = LivePoints.save
-
-    def fills_up(self, directory, about=None):
-        saved(self, directory, about)
-        raise OSError("Not enough free space to write 71928216 bytes after offset 128")
-    monkeypatch.setattr(LivePoints, "save", fills_up)
-    r = simulate(store=store)
-    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
-    assert "could not be written (Not enough free space to write 71928216 bytes" in r.stderr
+    assert f"--live-points {store}/403.gcc-nehalem-" in r.stderr
+    assert "could not be written (No space left on device); nothing written" in r.stderr
+    assert len(appended) == 11                    # the capture stopped there, not after its 40 units
     assert [p.name for p in store.iterdir()] == ["whatif-live-points.json"]      # no library, no staging left
+    monkeypatch.undo()
+    # an in-memory library that the disk has no room for is refused before anything is written
+    _, library = capture_sampled(machines("nehalem", "464.h264ref", 600_000)(), SmartsSpec(units=20), seed=1)
+    from whatif.scenarios.results import writer
+    usage = writer.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(writer.shutil, "disk_usage", lambda path: usage._replace(free=10 ** 5))
+    with pytest.raises(ScenarioError, match=r"--live-points .*/h264ref-nehalem-.*: needs [\d.]+ MB, and the file "
+                                            r"system of .* has 100,000 bytes free; nothing written"):
+        LivePointStore(store).keep(library, "h264ref", "nehalem", {})
+    assert [p.name for p in store.iterdir()] == ["whatif-live-points.json"]
 
 
 def test_cli_auto_stores_each_of_smarts_two_runs_and_replays_both(tmp_path):

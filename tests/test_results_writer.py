@@ -308,9 +308,9 @@ def test_outputs_a_file_system_has_no_room_for_are_refused_before_writing(tmp_pa
     _free(monkeypatch, 1000)
     # 10,000 accesses' records of lackey text do not fit in 1,000 bytes
     assert_one_line_error(invoke("trace", "synth", tmp_path / "t.lackey", "--accesses", "10000"),
-                          "t.lackey: needs 0.", "MB, and the file system of", "has 0.0 MB free; nothing written")
+                          "t.lackey: needs ", " bytes, and the file system of", "has 1,000 bytes free; nothing written")
     assert_one_line_error(invoke("simulate", "-p", "mpc7447a", "-w", "specjvm98/compress", "-n", "1000",
-                                 "--out", tmp_path / "out"), f"--out {tmp_path / 'out'}: ", "MB free; nothing written")
+                                 "--out", tmp_path / "out"), f"--out {tmp_path / 'out'}: ", "1,000 bytes free; nothing written")
     assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
     _free(monkeypatch, 10 ** 6)
     assert invoke("trace", "synth", tmp_path / "t.lackey", "--accesses", "10000").exit_code == 0

@@ -17,8 +17,10 @@ import json
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from whatif import __version__
 from whatif.scenarios.errors import ScenarioError
@@ -73,34 +75,44 @@ class LivePointStore:
         where["about"] = library.about
         return library, where
 
-    def keep(self, library: LivePoints, workload: str, platform: str, about: dict) -> dict:
-        """Write ``library`` into the store (made if need be); returns where it is.  Another process that kept
-        the same library first wins: its copy stays, this one is dropped."""
+    @contextmanager
+    def staging(self, key: str, design: dict, workload: str, platform: str) -> Iterator[Path]:
+        """An empty staging directory next to the place of this key's and design's library (the store made if need
+        be), for a capture to stream the library into (:func:`~simulator.livepoints.capture_sampled`'s ``into``)
+        and :meth:`keep` to move into place.  Whatever is left of it when the block ends is removed; a write the
+        system refused in the block (a full disk) is one line naming the library."""
         self.path.mkdir(parents=True, exist_ok=True)
         marker = self.path / MARKER
         if not marker.exists():
             atomic_write_text(marker, json.dumps({"whatif_live_point_store": STORE_FORMAT}) + "\n", _is_marker)
-        target = self.path / self.name(library.key, library.design, workload, platform)
+        target = self.path / self.name(key, design, workload, platform)
         clean_leftovers(target)
-        what = f"{self.label} {target}"
-        check_room(self.path, library.nbytes, what)
         stage = self.path / _staging_name(target.name, "stage")
         stage.mkdir()
-        about = {**about, "whatif_version": __version__}
         try:
-            try:
-                library.save(stage, about)
-            except OSError as exc:                    # (the disk filled meanwhile; numpy's says so without errno)
-                raise write_refused(what, exc) from None
-            try:
-                os.rename(stage, target)
-            except OSError:
-                if not target.exists():
-                    raise
-                shutil.rmtree(stage)
-        except BaseException:
+            yield stage
+        except OSError as exc:                            # (numpy's short write says so without an errno)
+            raise write_refused(f"{self.label} {target}", exc) from None
+        finally:
             shutil.rmtree(stage, ignore_errors=True)
-            raise
+
+    def keep(self, library: LivePoints, workload: str, platform: str, about: dict, stage: Path | None = None) -> dict:
+        """Write ``library`` into the store (made if need be) -- completing ``stage``, the :meth:`staging` directory
+        a capture streamed it into, if given -- and returns where it is.  Another process that kept the same
+        library first wins: its copy stays, this one is dropped."""
+        if stage is None:
+            with self.staging(library.key, library.design, workload, platform) as stage:
+                return self.keep(library, workload, platform, about, stage)
+        target = self.path / self.name(library.key, library.design, workload, platform)
+        staged = sum(f.stat().st_size for f in stage.iterdir())
+        check_room(self.path, max(0, library.nbytes - staged), f"{self.label} {target}")
+        about = {**about, "whatif_version": __version__}
+        library.save(stage, about)
+        try:
+            os.rename(stage, target)
+        except OSError:
+            if not target.exists():
+                raise
         return {"path": target, "about": about}
 
     def libraries(self) -> list[dict]:

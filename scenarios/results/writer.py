@@ -174,8 +174,12 @@ def check_room(directory: str | os.PathLike, nbytes: int, what: str) -> None:
     except OSError:
         return                                    # (the write itself then says what is wrong)
     if nbytes > free:
-        raise ScenarioError(f"{what}: needs {nbytes / 1e6:,.1f} MB, and the file system of {directory} has "
-                            f"{free / 1e6:,.1f} MB free; nothing written")
+        raise ScenarioError(f"{what}: needs {_size(nbytes)}, and the file system of {directory} has {_size(free)} "
+                            f"free; nothing written")
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes:,} bytes" if nbytes < 10 ** 6 else f"{nbytes / 1e6:,.1f} MB"
 
 
 def write_refused(what: str, exc: OSError) -> ScenarioError:
