@@ -306,14 +306,55 @@ def test_outputs_a_file_system_has_no_room_for_are_refused_before_writing(tmp_pa
     (tmp_path / "mine.txt").write_text("keep")
     before = snapshot(tmp_path)
     _free(monkeypatch, 1000)
-    # 10,000 accesses' records of lackey text do not fit in 1,000 bytes
-    assert_one_line_error(invoke("trace", "synth", tmp_path / "t.lackey", "--accesses", "10000"),
-                          "t.lackey: needs ", " bytes, and the file system of", "has 1,000 bytes free; nothing written")
+    with pytest.raises(ScenarioError, match=r"f.txt: needs 2,000 bytes, and the file system of .* has 1,000 bytes "
+                                            r"free; nothing written"):
+        atomic_write_text(tmp_path / "f.txt", "x" * 2000)
     assert_one_line_error(invoke("simulate", "-p", "mpc7447a", "-w", "specjvm98/compress", "-n", "1000",
                                  "--out", tmp_path / "out"), f"--out {tmp_path / 'out'}: ", "1,000 bytes free; nothing written")
     assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
-    _free(monkeypatch, 10 ** 6)
-    assert invoke("trace", "synth", tmp_path / "t.lackey", "--accesses", "10000").exit_code == 0
+    atomic_write_text(tmp_path / "f.txt", "x" * 1000)
+    assert (tmp_path / "f.txt").read_text() == "x" * 1000
+
+
+@pytest.mark.parametrize("name", ["t.lackey", "t.wtr"])
+def test_a_trace_is_written_as_its_chunks_come_not_held_whole(tmp_path, name):
+    from whatif.scenarios.commands.trace import TraceWriter
+    from whatif.simulator.traces import Trace, TraceFile
+
+    rng = np.random.default_rng(1)
+    chunk = Trace(rng.integers(0, 2 ** 40, 50_000).astype(np.uint64), np.full(50_000, 8, np.uint8),
+                  rng.integers(0, 3, 50_000).astype(np.uint8), "test")
+    with TraceWriter(tmp_path / name) as out:
+        sizes = []
+        for _ in range(3):
+            out.add(chunk)
+            staged, = tmp_path.iterdir()
+            sizes.append(staged.stat().st_size)
+        assert staged.name.startswith(f".{name}.whatif-stage-") and sizes[0] > 100_000
+        assert sizes[2] - sizes[1] == sizes[1] - sizes[0] > 100_000     # each chunk on disk once it is added
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    with TraceFile(tmp_path / name, "auto") as back:
+        got = [np.concatenate(x) for x in zip(*((c.addrs, c.kinds) for c, _ in back.chunks()))]
+    np.testing.assert_array_equal(got[0], np.tile(chunk.addrs, 3))
+    np.testing.assert_array_equal(got[1], np.tile(chunk.kinds, 3))
+
+
+def test_a_trace_the_system_stops_halfway_leaves_nothing_and_the_earlier_one_stands(tmp_path):
+    """A trace is written as it is converted (never held whole); here the system refuses it past 1 MB
+    (RLIMIT_FSIZE: the write fails with EFBIG, as a full disk's fails with ENOSPC)."""
+    assert invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", "200000").exit_code == 0
+    assert invoke("trace", "synth", tmp_path / "out.lackey", "--accesses", "10").exit_code == 0
+    before = snapshot(tmp_path)
+    code = ("import resource, signal, sys\n"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (10 ** 6, 10 ** 6))\n"
+            "from whatif.cli import main\n"
+            f"sys.argv = ['whatif', 'trace', 'convert', {str(tmp_path / 't.wtr')!r}, {str(tmp_path / 'out.lackey')!r}]\n"
+            "main()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr == f"whatif: error: {tmp_path / 'out.lackey'}: could not be written (File too large); nothing written\n"
+    assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out.lackey", "t.wtr"]
 
 
 def test_a_disk_that_fills_during_the_write_leaves_nothing(tmp_path, monkeypatch):

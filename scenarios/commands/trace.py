@@ -9,6 +9,7 @@ with the time left on stderr (not with ``--json``).
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
@@ -16,37 +17,45 @@ import numpy as np
 
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.progress import progress_bar
-from whatif.scenarios.results.writer import atomic_write_bytes, check_output_file
+from whatif.scenarios.results.writer import atomic_file, check_output_file
 from whatif.simulator import trace_lackey, trace_wtr
 from whatif.simulator.traces import (KIND_NAMES, MAX_SYNTHETIC_RECORDS, Trace, TraceFile, mixed_streams,
                                      synthetic_trace, written_by_whatif)
 
 class TraceWriter:
-    """Chunks of records -> the bytes of a trace file of ``out``'s format (whole blocks for ``.wtr``).
-
-    The encoded output is held in memory (7-9x smaller than lackey text for ``.wtr``) and written once,
-    atomically, by :meth:`write`."""
+    """Chunks of records -> a trace file of ``out``'s format (whole blocks for ``.wtr``), written as they come
+    through a staged file that replaces ``out`` when the block ends (:func:`atomic_file`): a trace of any length
+    converts in the memory of a chunk.  Use as a context manager."""
 
     def __init__(self, out: Path):
         self.out = out
         self.binary = out.suffix == ".wtr"
-        self.parts: list[bytes] = [] if self.binary else [trace_lackey.header_line()]
         self.records = 0
         self.counts = np.zeros(4, np.int64)
+        self._stack = ExitStack()
+        self._fh = None
+
+    def __enter__(self) -> "TraceWriter":
+        self._fh = self._stack.enter_context(atomic_file(self.out, is_ours=written_by_whatif))
+        # (the .wtr header's record count is written last, over this one)
+        self._fh.write(trace_wtr.header(0) if self.binary else trace_lackey.header_line())
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool | None:
+        if exc_type is None and self.binary:
+            self._fh.seek(0)
+            self._fh.write(trace_wtr.header(self.records))
+        return self._stack.__exit__(exc_type, exc, tb)
 
     def add(self, chunk: Trace) -> None:
         trace_wtr.check_records(chunk.sizes, chunk.kinds, chunk.source, self.records)
         if self.binary:
-            self.parts += trace_wtr.encode(chunk.addrs, chunk.sizes, chunk.kinds)
+            for part in trace_wtr.encode(chunk.addrs, chunk.sizes, chunk.kinds):
+                self._fh.write(part)
         else:
-            self.parts.append(trace_lackey.lackey_lines(chunk.addrs, chunk.sizes, chunk.kinds))
+            self._fh.write(trace_lackey.lackey_lines(chunk.addrs, chunk.sizes, chunk.kinds))
         self.records += len(chunk)
         self.counts += np.bincount(chunk.kinds, minlength=4)
-
-    def write(self) -> None:
-        if self.binary:
-            self.parts.insert(0, trace_wtr.header(self.records))
-        atomic_write_bytes(self.out, b"".join(self.parts), is_ours=written_by_whatif)
 
     def summary(self, source: str) -> dict:
         """The keys of the cachesim study's trace summary, and the file written."""
@@ -57,12 +66,11 @@ class TraceWriter:
 
 def write_trace(trace: Trace, out: Path, advance: Callable[[int], None] = lambda n: None) -> TraceWriter:
     """Write a whole trace to ``out`` (``.wtr``: binary, else lackey text)."""
-    writer = TraceWriter(out)
-    for start in range(0, len(trace), trace_wtr.BLOCK_RECORDS * 16):
-        part = slice(start, start + trace_wtr.BLOCK_RECORDS * 16)
-        writer.add(Trace(trace.addrs[part], trace.sizes[part], trace.kinds[part], trace.source))
-        advance(min(len(trace), part.stop) - start)
-    writer.write()
+    with TraceWriter(out) as writer:
+        for start in range(0, len(trace), trace_wtr.BLOCK_RECORDS * 16):
+            part = slice(start, start + trace_wtr.BLOCK_RECORDS * 16)
+            writer.add(Trace(trace.addrs[part], trace.sizes[part], trace.kinds[part], trace.source))
+            advance(min(len(trace), part.stop) - start)
     return writer
 
 
@@ -87,13 +95,11 @@ def synth(out: Path, accesses: int, seed: int, instructions_per_access: float, p
 
 def convert(src: Path, out: Path, fmt: str, progress: bool = True) -> dict:
     check_output_file(out, written_by_whatif)
-    with TraceFile(src, fmt) as trace:
-        writer = TraceWriter(out)
+    with TraceFile(src, fmt) as trace, TraceWriter(out) as writer:
         with progress_bar(trace.total, f"trace convert {src.name}", enabled=progress) as advance:
             for chunk, done in trace.chunks():
                 writer.add(chunk)
                 advance(done)
-    writer.write()
     return writer.summary(str(src))
 
 

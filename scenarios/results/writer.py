@@ -189,34 +189,61 @@ def write_refused(what: str, exc: OSError) -> ScenarioError:
 
 
 # ----------------------------------------------------------------------------- single files
-def atomic_write_bytes(path: str | os.PathLike, data: bytes,
-                       is_ours: Callable[[Path], bool] | None = None) -> None:
-    """Write ``data`` to ``path`` through a staged file next to it and a rename.
+class _StagedFile:
+    """The staged file :func:`atomic_file` yields: writes (and seeks) whose refusal by the system -- a full
+    disk -- is one line naming the output; anything else that goes wrong in the block is the caller's."""
 
-    An existing ``path`` is replaced only when ``is_ours(path)`` says whatif wrote it (without
-    ``is_ours``: always -- for files inside a staged results directory); anything else raises
-    :class:`ScenarioError` and nothing is written."""
+    def __init__(self, fh, what: str):
+        self._fh, self._what = fh, what
+
+    def write(self, data) -> None:
+        try:
+            self._fh.write(data)
+        except OSError as exc:
+            raise write_refused(self._what, exc) from None
+
+    def seek(self, pos: int) -> None:
+        self._fh.seek(pos)
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike, is_ours: Callable[[Path], bool] | None = None,
+                nbytes: int | None = None) -> Iterator[_StagedFile]:
+    """A binary file written through a staged file next to ``path`` and renamed over it when the block ends
+    without an error (removed if it raises): an output written as it is made is never held in memory.
+
+    An existing ``path`` is replaced only when ``is_ours(path)`` says whatif wrote it (without ``is_ours``:
+    always -- for files inside a staged results directory); anything else raises :class:`ScenarioError` and
+    nothing is written.  ``nbytes``, when the size is known, is checked against the free space first."""
     path = Path(path)
     if is_ours is not None:
         check_output_file(path, is_ours)
     path.parent.mkdir(parents=True, exist_ok=True)
     if is_ours is not None:
         clean_leftovers(path)
-    check_room(path.parent, len(data), str(path))
+    if nbytes is not None:
+        check_room(path.parent, nbytes, str(path))
     tmp = path.parent / _staging_name(path.name, "stage")
     try:
         with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            yield _StagedFile(fh, str(path))
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as exc:
+                raise write_refused(str(path), exc) from None
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise write_refused(str(path), exc) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes,
+                       is_ours: Callable[[Path], bool] | None = None) -> None:
+    """Write ``data`` to ``path`` through :func:`atomic_file`."""
+    with atomic_file(path, is_ours, len(data)) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, is_ours: Callable[[Path], bool] | None = None) -> None:
@@ -412,7 +439,7 @@ class ResultsWriter:
     def bytes(self, name: str, data: bytes) -> Path:
         target = self._record(name)
         what = f"--out {self.out_dir}: {name}"
-        check_room(self.path, len(data), what)
+        check_room(self._target.parent, len(data), what)         # (where the staging directory is)
         try:
             with open(target, "wb") as fh:
                 fh.write(data)
