@@ -339,6 +339,21 @@ def test_a_trace_is_written_as_its_chunks_come_not_held_whole(tmp_path, name):
     np.testing.assert_array_equal(got[1], np.tile(chunk.kinds, 3))
 
 
+def test_a_wtr_whose_header_cannot_be_completed_leaves_nothing(tmp_path, monkeypatch):
+    from whatif.simulator import trace_wtr
+
+    header = trace_wtr.header
+
+    def fails_at_the_end(records, *args):
+        if records:                               # (the count written over the placeholder, last)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "t.wtr"))
+        return header(records, *args)
+    monkeypatch.setattr(trace_wtr, "header", fails_at_the_end)
+    assert_one_line_error(invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", "1000"),
+                          f"{tmp_path / 't.wtr'}: No space left on device")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_trace_the_system_stops_halfway_leaves_nothing_and_the_earlier_one_stands(tmp_path):
     """A trace is written as it is converted (never held whole); here the system refuses it past 1 MB
     (RLIMIT_FSIZE: the write fails with EFBIG, as a full disk's fails with ENOSPC)."""

@@ -43,8 +43,12 @@ class TraceWriter:
 
     def __exit__(self, exc_type, exc, tb) -> bool | None:
         if exc_type is None and self.binary:
-            self._fh.seek(0)
-            self._fh.write(trace_wtr.header(self.records))
+            try:
+                self._fh.seek(0)
+                self._fh.write(trace_wtr.header(self.records))
+            except BaseException as failed:               # (the staged file removed, as for a failed chunk)
+                self._stack.__exit__(type(failed), failed, failed.__traceback__)
+                raise
         return self._stack.__exit__(exc_type, exc, tb)
 
     def add(self, chunk: Trace) -> None:
