@@ -340,7 +340,9 @@ def test_a_trace_is_written_as_its_chunks_come_not_held_whole(tmp_path, name):
 
 
 def test_a_wtr_whose_header_cannot_be_completed_leaves_nothing(tmp_path, monkeypatch):
+    from whatif.scenarios.commands.trace import TraceWriter
     from whatif.simulator import trace_wtr
+    from whatif.simulator.traces import Trace
 
     header = trace_wtr.header
 
@@ -349,6 +351,11 @@ def test_a_wtr_whose_header_cannot_be_completed_leaves_nothing(tmp_path, monkeyp
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "t.wtr"))
         return header(records, *args)
     monkeypatch.setattr(trace_wtr, "header", fails_at_the_end)
+    out = TraceWriter(tmp_path / "t.wtr")
+    with pytest.raises(OSError, match="No space left"):
+        with out:
+            out.add(Trace(np.arange(100, dtype=np.uint64), np.full(100, 8, np.uint8), np.ones(100, np.uint8), "t"))
+    assert list(tmp_path.iterdir()) == []         # at once, the writer still held (not when it is collected)
     assert_one_line_error(invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", "1000"),
                           f"{tmp_path / 't.wtr'}: No space left on device")
     assert list(tmp_path.iterdir()) == []
