@@ -297,20 +297,31 @@ def simulate_cmd(platform: str = typer.Option(..., "--platform", "-p", help="pla
 @command
 def live_points_cmd(store: Path = typer.Argument(..., help="a store of live-point libraries (simulate --live-points "
                                                            "DIR, or a scenario's simulate.live_points)"),
+                    remove: Optional[List[str]] = typer.Option(None, "--remove", help="remove this library "
+                                                               "(its name as listed; repeatable)"),
                     as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """List a store's live-point libraries: workload, platform, sample, units, size, what captured them."""
+    import shutil
+
     from whatif.scenarios.results.livepoint_store import LivePointStore
 
-    libraries = LivePointStore(store, "live-points").libraries()
+    lp_store = LivePointStore(store, "live-points")
+    removed = lp_store.remove(remove) if remove else []
+    libraries = lp_store.libraries()
+    free = shutil.disk_usage(store).free
     if as_json:
-        echo_json({"store": str(store), "libraries": libraries})
+        echo_json({"store": str(store), "libraries": libraries, "free_bytes": free,
+                   **({"removed": removed} if remove else {})})
         return
     from rich.table import Table
 
     from whatif.scenarios.render import stdout_console
 
-    t = Table(title=f"{len(libraries)} live-point libraries in {store}, "
-                    f"{sum(r['bytes'] for r in libraries) / 1e6:,.1f} MB")
+    if removed:
+        typer.echo(f"removed {len(removed)} {'library' if len(removed) == 1 else 'libraries'}, "
+                   f"{sum(r['bytes'] for r in removed) / 1e6:,.1f} MB: {', '.join(r['name'] for r in removed)}")
+    t = Table(title=f"{len(libraries)} live-point {'library' if len(libraries) == 1 else 'libraries'} in {store}, "
+                    f"{sum(r['bytes'] for r in libraries) / 1e6:,.1f} MB; {free / 1e6:,.0f} MB free on its file system")
     for col in ("library", "workload", "platform", "U, W, n (S)", "units", "MB", "captured", "core"):
         t.add_column(col, justify="right" if col in ("units", "MB") else "left")
     for r in libraries:

@@ -317,6 +317,30 @@ def test_a_disk_that_fills_stops_the_capture_at_once_and_nothing_is_kept(tmp_pat
     assert [p.name for p in store.iterdir()] == ["whatif-live-points.json"]
 
 
+def test_cli_removes_libraries_by_name_and_never_a_directory_whatif_did_not_write(tmp_path):
+    store = tmp_path / "lp"
+    libs = [Path(json.loads(simulate("--seed", str(seed), store=store).stdout)["sampled"]["live_points"]["library"])
+            for seed in (1, 2)]
+    (store / "mine").mkdir()
+    (store / "mine" / "notes.txt").write_text("mine")
+    (libs[1] / "mine.txt").write_text("mine")
+
+    def remove(*names):
+        return runner.invoke(app, ["live-points", str(store), *(x for n in names for x in ("--remove", n)), "--json"])
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    for names, fragment in [((libs[0].name, "nope"), "holds no library 'nope'"),
+                            (("mine",), "not a live-point library whatif wrote (it holds 'notes.txt')"),
+                            ((libs[0].name, libs[1].name), "not a live-point library whatif wrote (it holds 'mine.txt')")]:
+        r = remove(*names)
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and fragment in r.stderr, r.stderr
+        assert "nothing removed" in r.stderr and sorted(str(p) for p in tmp_path.rglob("*")) == before
+    doc = json.loads(remove(libs[0].name, libs[0].name).stdout)
+    assert [r["name"] for r in doc["removed"]] == [libs[0].name] and doc["removed"][0]["units"] == 40
+    assert [r["name"] for r in doc["libraries"]] == [libs[1].name, "mine"] and doc["free_bytes"] > 0
+    assert sorted(p.name for p in store.iterdir()) == sorted([libs[1].name, "mine", "whatif-live-points.json"])
+    assert (store / "mine" / "notes.txt").read_text() == "mine" and (libs[1] / "mine.txt").read_text() == "mine"
+
+
 def test_cli_auto_stores_each_of_smarts_two_runs_and_replays_both(tmp_path):
     store = tmp_path / "lp"
     args = ["simulate", "-p", "nehalem", "-w", "464.h264ref", "-n", "2000000", "--sample", "smarts:1000,2000,auto",

@@ -139,3 +139,29 @@ class LivePointStore:
                 row["damaged"] = f"{type(exc).__name__}: {exc}"
             out.append(row)
         return out
+
+    def remove(self, names: list[str]) -> list[dict]:
+        """Remove the libraries ``names`` (as :meth:`libraries` lists them) and return their rows.  Every name is
+        checked before any is removed: one the store does not hold, or a directory whatif did not write as a
+        library (a name not of its form, or holding a file other than a library's), raises
+        :class:`ScenarioError` and nothing is removed.  A library is renamed out of the store first, then deleted
+        (a kill in between leaves a staging directory that the next capture of that library removes)."""
+        listed = {r["name"]: r for r in self.libraries()}
+        names = list(dict.fromkeys(names))
+        for name in names:
+            if name not in listed:
+                raise ScenarioError(f"{self.label} {self.path}: holds no library {name!r} (`whatif live-points "
+                                    f"{self.path}` lists them); nothing removed")
+            foreign = sorted(f.name for f in (self.path / name).iterdir() if not _LIBRARY_FILE.fullmatch(f.name))
+            if not _LIBRARY_NAME.fullmatch(name) or foreign or not (self.path / name / LIVE_MANIFEST).is_file():
+                raise ScenarioError(f"{self.label} {self.path / name}: not a live-point library whatif wrote"
+                                    f"{f' (it holds {foreign[0]!r})' if foreign else ''}; nothing removed")
+        for name in names:
+            doomed = self.path / _staging_name(name, "stage")
+            os.rename(self.path / name, doomed)
+            shutil.rmtree(doomed)
+        return [listed[name] for name in names]
+
+
+_LIBRARY_NAME = re.compile(r"[A-Za-z0-9_.+-]+-[0-9a-f]{24}")
+_LIBRARY_FILE = re.compile(re.escape(LIVE_MANIFEST) + r"|chain\d+\.[a-z_]+\.npy")
