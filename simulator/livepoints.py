@@ -456,9 +456,11 @@ class Capture(_Image):
         capture as they are copied (a library of gigabytes is never held twice)."""
         offsets = np.cumsum([0] + self._lengths).astype(np.int64)
         if self._files:
-            index, values = self._files["index"].close(), self._files["values"].close()
-            keyframes = self._files["keyframes"].close() if "keyframes" in self._files else None
-            self._files = {}
+            try:
+                arrays = {name: f.close() for name, f in self._files.items()}
+            finally:
+                self.discard()                            # (any left open by a close that failed)
+            index, values, keyframes = arrays["index"], arrays["values"], arrays.get("keyframes")
         else:
             index, values = np.empty(offsets[-1], np.int32), np.empty(offsets[-1], np.int64)
             for j in range(len(self.records)):
@@ -616,10 +618,10 @@ def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: d
             else:
                 report_share(m, start + segment_boundary(spec, total, seed, k), progress)
         capture = Capture(m, into, f"chain{k}")
-        if k == 0 and start:
-            m.fence = start
-            m.warm_functionally(start)
         try:
+            if k == 0 and start:
+                m.fence = start
+                m.warm_functionally(start)
             part = run_segment(m, spec, seed, k, events, start=start, capture=capture)
         except BaseException:
             capture.discard()
