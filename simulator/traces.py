@@ -40,6 +40,22 @@ LACKEY_HEADER = trace_lackey.HEADER
 # the 79 M-record .wtr of tests/benchmarks/bench_traces.py: 1.52-1.74 s end to end against 1.70-2.04 s).
 CHUNK_RECORDS = 1 << 20
 MAX_SYNTHETIC_RECORDS = 200_000_000        # a synthetic trace's records: 2.2 GB of arrays (11 bytes each)
+# what making one costs in memory at its peak, a record: its arrays and the draws and interleaving they are made
+# from (`whatif trace synth` peaked at 303 / 849 / 1,590 MB resident for 5 / 20 / 40 M records: 36.8 bytes a
+# record above the process's own)
+SYNTHETIC_BYTES_PER_RECORD = 37
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this host can give without swapping (Linux's MemAvailable), or None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 @dataclass(frozen=True)
@@ -300,6 +316,11 @@ def synthetic_trace(streams: list[Stream], accesses: int, seed: int, instruction
     if records > MAX_SYNTHETIC_RECORDS:                  # counted, never allocated
         raise SimulatorInputError(f"synthetic trace: {records:,} records (accesses x (1 + "
                                   f"instructions_per_access)); the limit is {MAX_SYNTHETIC_RECORDS:,}")
+    need, free = records * SYNTHETIC_BYTES_PER_RECORD, available_memory()
+    if free is not None and need > free:
+        raise SimulatorInputError(f"synthetic trace: {records:,} records need about {need / 1e9:,.1f} GB of memory "
+                                  f"while they are made, and this host has {free / 1e9:,.1f} GB available; ask "
+                                  f"for fewer accesses")
     if not streams:
         raise SimulatorInputError("synthetic trace: at least one stream is required")
     rng = np.random.default_rng(seed)

@@ -4,6 +4,7 @@ twins of ``tests/traceref.py`` on arbitrary inputs."""
 
 import json
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -352,6 +353,20 @@ def test_synth_rejects_a_non_finite_or_negative_instruction_rate(tmp_path, value
 def test_synth_checks_its_size_before_any_work(tmp_path):
     assert_one_line_error(invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", 10**12), "the limit is")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_synth_checks_the_memory_it_needs_before_any_work(tmp_path, monkeypatch):
+    from whatif.simulator import traces
+
+    if sys.platform.startswith("linux"):
+        assert 0 < traces.available_memory() < 2 ** 50          # (read from /proc/meminfo)
+    monkeypatch.setattr(traces, "available_memory", lambda: 10 ** 8)
+    # 10 M accesses and an instruction fetch each: 20 M records, 37 bytes a record while they are made
+    assert_one_line_error(invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", 10 ** 7),
+                          "20,000,000 records need about 0.7 GB of memory while they are made, and this host has "
+                          "0.1 GB available")
+    assert list(tmp_path.iterdir()) == []
+    assert invoke("trace", "synth", tmp_path / "t.wtr", "--accesses", 10 ** 6).exit_code == 0     # 74 MB: fits
 
 
 def test_convert_to_a_directory_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
