@@ -337,7 +337,7 @@ def test_cli_removes_libraries_by_name_and_never_a_directory_whatif_did_not_writ
     doc = json.loads(remove(libs[0].name, libs[0].name).stdout)
     assert [r["name"] for r in doc["removed"]] == [libs[0].name] and doc["removed"][0]["units"] == 40
     assert [r["name"] for r in doc["libraries"]] == [libs[1].name, "mine"] and doc["free_bytes"] > 0
-    assert doc["libraries"][1]["damaged"] == "no livepoints.json: not a library, or one whose capture was cut short"
+    assert doc["libraries"][1]["damaged"] == "no livepoints.json: not a live-point library"
     assert sorted(p.name for p in store.iterdir()) == sorted([libs[1].name, "mine", "whatif-live-points.json"])
     assert (store / "mine" / "notes.txt").read_text() == "mine" and (libs[1] / "mine.txt").read_text() == "mine"
 

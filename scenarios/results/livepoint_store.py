@@ -136,7 +136,7 @@ class LivePointStore:
                            captured=datetime.fromtimestamp((entry / LIVE_MANIFEST).stat().st_mtime, timezone.utc)
                            .strftime("%Y-%m-%d %H:%M"), format=doc.get("whatif_live_points"))
             except FileNotFoundError:
-                row["damaged"] = f"no {LIVE_MANIFEST}: not a library, or one whose capture was cut short"
+                row["damaged"] = f"no {LIVE_MANIFEST}: not a live-point library"
             except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
                 row["damaged"] = f"{type(exc).__name__}: {exc}"
             out.append(row)
