@@ -73,7 +73,8 @@ def test_segments_captured_side_by_side_give_the_library_and_estimates_of_one_th
                                                  progress=told[w].append, into=tmp_path if w == 2 else None)
                                  for w in (1, 2))
     assert_same_units(two, one)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"chain{k}.{a}.npy" for k in (0, 1) for a in ("index", "values")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"chain{k}.{a}.npy" for k in (0, 1)
+                                                          for a in ("index", "values")]
     for a, b in zip(pair.chains, alone.chains):
         for name in LP.CHAIN_ARRAYS:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
@@ -330,7 +331,8 @@ def test_cli_removes_libraries_by_name_and_never_a_directory_whatif_did_not_writ
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     for names, fragment in [((libs[0].name, "nope"), "holds no library 'nope'"),
                             (("mine",), "not a live-point library whatif wrote (it holds 'notes.txt')"),
-                            ((libs[0].name, libs[1].name), "not a live-point library whatif wrote (it holds 'mine.txt')")]:
+                            ((libs[0].name, libs[1].name),
+                             "not a live-point library whatif wrote (it holds 'mine.txt')")]:
         r = remove(*names)
         assert r.exit_code == 2 and r.stderr.count("\n") == 1 and fragment in r.stderr, r.stderr
         assert "nothing removed" in r.stderr and sorted(str(p) for p in tmp_path.rglob("*")) == before

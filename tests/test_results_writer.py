@@ -310,7 +310,8 @@ def test_outputs_a_file_system_has_no_room_for_are_refused_before_writing(tmp_pa
                                             r"free; nothing written"):
         atomic_write_text(tmp_path / "f.txt", "x" * 2000)
     assert_one_line_error(invoke("simulate", "-p", "mpc7447a", "-w", "specjvm98/compress", "-n", "1000",
-                                 "--out", tmp_path / "out"), f"--out {tmp_path / 'out'}: ", "1,000 bytes free; nothing written")
+                                 "--out", tmp_path / "out"),
+                          f"--out {tmp_path / 'out'}: ", "1,000 bytes free; nothing written")
     assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]
     atomic_write_text(tmp_path / "f.txt", "x" * 1000)
     assert (tmp_path / "f.txt").read_text() == "x" * 1000
@@ -371,11 +372,13 @@ def test_a_trace_the_system_stops_halfway_leaves_nothing_and_the_earlier_one_sta
             "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
             "resource.setrlimit(resource.RLIMIT_FSIZE, (10 ** 6, 10 ** 6))\n"
             "from whatif.cli import main\n"
-            f"sys.argv = ['whatif', 'trace', 'convert', {str(tmp_path / 't.wtr')!r}, {str(tmp_path / 'out.lackey')!r}]\n"
+            f"sys.argv = ['whatif', 'trace', 'convert', {str(tmp_path / 't.wtr')!r}, "
+            f"{str(tmp_path / 'out.lackey')!r}]\n"
             "main()\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-    assert r.stderr == f"whatif: error: {tmp_path / 'out.lackey'}: could not be written (File too large); nothing written\n"
+    assert r.stderr == (f"whatif: error: {tmp_path / 'out.lackey'}: could not be written (File too large); "
+                        f"nothing written\n")
     assert snapshot(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out.lackey", "t.wtr"]
 
 
