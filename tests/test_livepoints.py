@@ -344,6 +344,29 @@ def test_cli_removes_libraries_by_name_and_never_a_directory_whatif_did_not_writ
     assert (store / "mine" / "notes.txt").read_text() == "mine" and (libs[1] / "mine.txt").read_text() == "mine"
 
 
+def test_cli_lists_unfinished_captures_and_prunes_the_killed_ones_only(tmp_path):
+    from whatif.scenarios.results.writer import _staging_name
+
+    store = tmp_path / "lp"
+    store.mkdir()
+    (store / "whatif-live-points.json").write_text('{"whatif_live_point_store": 1}')
+    killed = store / ".429.mcf-nehalem-0123456789abcdef01234567.whatif-stage-999999999-1-0123abcd"
+    running = store / _staging_name("403.gcc-nehalem-89abcdef0123456789abcdef", "stage")     # (this process's)
+    for d in (killed, running):
+        d.mkdir()
+        (d / "chain0.index.npy").write_bytes(bytes(1000))
+    doc = json.loads(runner.invoke(app, ["live-points", str(store), "--json"]).stdout)
+    assert doc["unfinished"] == [
+        {"library": "403.gcc-nehalem-89abcdef0123456789abcdef", "bytes": 1000, "running": True},
+        {"library": "429.mcf-nehalem-0123456789abcdef01234567", "bytes": 1000, "running": False}]
+    shown = " ".join(runner.invoke(app, ["live-points", str(store)]).stdout.split())
+    assert "2 unfinished captures, 0.0 MB (1 running, 1 killed: --prune removes those)" in shown, shown
+    doc = json.loads(runner.invoke(app, ["live-points", str(store), "--prune", "--json"]).stdout)
+    assert [r["library"] for r in doc["pruned"]] == ["429.mcf-nehalem-0123456789abcdef01234567"]
+    assert not killed.exists() and (running / "chain0.index.npy").exists()
+    assert [r["library"] for r in doc["unfinished"]] == ["403.gcc-nehalem-89abcdef0123456789abcdef"]
+
+
 def test_cli_auto_stores_each_of_smarts_two_runs_and_replays_both(tmp_path):
     store = tmp_path / "lp"
     args = ["simulate", "-p", "nehalem", "-w", "464.h264ref", "-n", "2000000", "--sample", "smarts:1000,2000,auto",

@@ -25,7 +25,7 @@ from typing import Iterator
 from whatif import __version__
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.writer import _staging_name, atomic_write_text, check_room, clean_leftovers, \
-    write_refused
+    staged_entries, write_refused
 from whatif.simulator.livepoints import MANIFEST as LIVE_MANIFEST
 from whatif.simulator.livepoints import LivePoints, library_id
 
@@ -163,6 +163,24 @@ class LivePointStore:
             os.rename(self.path / name, doomed)
             shutil.rmtree(doomed)
         return [listed[name] for name in names]
+
+    def unfinished(self) -> list[dict]:
+        """Captures staged in the store and not kept, by library name: their bytes, and whether the capture still
+        runs.  A killed capture's directory stays until :meth:`prune`, or the next capture of its library, removes
+        it; the store's marker must be there (:meth:`libraries`)."""
+        return [{"library": name, "bytes": _bytes_under(entry), "running": running}
+                for name, entry, running in staged_entries(self.path)]
+
+    def prune(self) -> list[dict]:
+        """Remove the staging directories of captures that no longer run; returns them (:meth:`unfinished`)."""
+        dead = [row for row in self.unfinished() if not row["running"]]
+        for row in dead:
+            clean_leftovers(self.path / row["library"])
+        return dead
+
+
+def _bytes_under(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
 
 
 _LIBRARY_NAME = re.compile(r"[A-Za-z0-9_.+-]+-[0-9a-f]{24}")

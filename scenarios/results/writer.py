@@ -123,6 +123,20 @@ def _legacy_pattern(name: str) -> re.Pattern:
     return re.compile(r"\." + re.escape(name) + r"\.(?:tmp-[A-Za-z0-9_]{8}|(old)-(\d+)|[A-Za-z0-9_]{8}\.tmp)")
 
 
+_ANY_STAGING = re.compile(r"\.(.+)\.whatif-(?:stage|old)-(\d+)-(\d+|x)-[0-9a-f]{8}")
+
+
+def staged_entries(directory: Path) -> list[tuple[str, Path, bool]]:
+    """What whatif runs staged in ``directory`` and did not move into place: (the target's name, the staging
+    entry, whether the run that made it is still running), by name."""
+    out = []
+    for entry in sorted(os.listdir(directory)):
+        m = _ANY_STAGING.fullmatch(entry)
+        if m is not None:
+            out.append((m.group(1), directory / entry, _alive(int(m.group(2)), m.group(3))))
+    return out
+
+
 def clean_leftovers(target: Path) -> list[Path]:
     """Remove what killed runs of ``target`` left next to it; returns what was removed or restored.
 
