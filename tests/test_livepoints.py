@@ -285,8 +285,9 @@ def test_cli_refuses_a_damaged_library_and_bad_combinations(tmp_path):
     (library / "livepoints.json").write_text("{")          # listed, as damaged
     row, = json.loads(runner.invoke(app, ["live-points", str(store), "--json"]).stdout)["libraries"]
     assert row["name"] == library.name and row["damaged"].startswith("JSONDecodeError")
-    r = runner.invoke(app, ["live-points", str(tmp_path / "other")])
-    assert r.exit_code == 2 and "holds no live-point store" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    for extra in ([], ["--prune"], ["--remove", library.name]):
+        r = runner.invoke(app, ["live-points", str(tmp_path / "other"), *extra])
+        assert r.exit_code == 2 and "holds no live-point store" in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
 def test_a_disk_that_fills_stops_the_capture_at_once_and_nothing_is_kept(tmp_path, monkeypatch):

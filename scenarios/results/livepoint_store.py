@@ -120,8 +120,7 @@ class LivePointStore:
         name, workload and platform, the sample's design (U, W, n, S, ...), units, bytes on disk, the core and
         whatif version that captured it, and when (the manifest's time, UTC); a library whose manifest cannot be
         read is listed with ``damaged`` saying why.  Raises :class:`ScenarioError` when there is no store."""
-        if not (self.path / MARKER).is_file():
-            raise ScenarioError(f"{self.label} {self.path}: holds no live-point store (no {MARKER})")
+        self._check_store()
         out = []
         for entry in sorted(self.path.iterdir()):
             if entry.name.startswith(".") or not entry.is_dir():
@@ -168,8 +167,13 @@ class LivePointStore:
         """Captures staged in the store and not kept, by library name: their bytes, and whether the capture still
         runs.  A killed capture's directory stays until :meth:`prune`, or the next capture of its library, removes
         it; the store's marker must be there (:meth:`libraries`)."""
+        self._check_store()
         return [{"library": name, "bytes": _bytes_under(entry), "running": running}
                 for name, entry, running in staged_entries(self.path)]
+
+    def _check_store(self) -> None:
+        if not (self.path / MARKER).is_file():
+            raise ScenarioError(f"{self.label} {self.path}: holds no live-point store (no {MARKER})")
 
     def prune(self) -> list[dict]:
         """Remove the staging directories of captures that no longer run; returns them (:meth:`unfinished`)."""
