@@ -49,7 +49,6 @@ import hashlib
 import json
 import math
 import multiprocessing
-import struct
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -241,7 +240,7 @@ class _ArrayFile:
     go to disk as they are made, so that a library of gigabytes is never held in memory and a disk that fills
     stops the capture when it does (an ``OSError``), not after it."""
 
-    HEADER = 128            # bytes before the data: numpy's magic, version, header length, and the header padded
+    HEADER = 128            # numpy's header of any shape a library holds (padded to 64-byte alignment)
 
     def __init__(self, path: Path, dtype, width: int | None = None):
         self.path, self.dtype, self.width, self.rows = Path(path), np.dtype(dtype), width, 0
@@ -257,15 +256,43 @@ class _ArrayFile:
     def close(self) -> np.ndarray:
         """The file completed, mapped (a plain view, as :meth:`LivePoints.load` has it)."""
         shape = (self.rows,) if self.width is None else (self.rows, self.width)
-        text = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": shape})
-        header = text.encode("latin1").ljust(self.HEADER - 11) + b"\n"
         self._fh.seek(0)
-        self._fh.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)
+        np.lib.format.write_array_header_1_0(self._fh, {"descr": np.lib.format.dtype_to_descr(self.dtype),
+                                                        "fortran_order": False, "shape": shape})
+        if self._fh.tell() != self.HEADER:
+            raise ValueError(f"{self.path}: numpy's header of shape {shape} is not {self.HEADER} bytes")
         self._fh.close()
         return np.asarray(np.load(self.path, mmap_mode="r", allow_pickle=False))
 
     def discard(self) -> None:
         self._fh.close()
+
+
+class _ArrayRows:
+    """:class:`_ArrayFile`'s interface held in memory (a capture without a directory to stream into)."""
+
+    def __init__(self, dtype, width: int | None = None):
+        self.dtype, self.width, self._parts = np.dtype(dtype), width, []
+
+    def append(self, rows: np.ndarray) -> None:
+        """Rows of a 1-D array, or one row of an array of ``width`` columns (copied, as a file would have them)."""
+        self._parts.append(np.array(rows, self.dtype))
+
+    def close(self) -> np.ndarray:
+        """The rows as one array, taken from the parts as they are copied (never held twice)."""
+        one_each = self.width is not None
+        out = np.empty((len(self._parts), self.width) if one_each else sum(len(a) for a in self._parts), self.dtype)
+        at = 0
+        for j, a in enumerate(self._parts):
+            n = 1 if one_each else len(a)
+            out[at:at + n] = a
+            at += n
+            self._parts[j] = None
+        self._parts = []
+        return out
+
+    def discard(self) -> None:
+        self._parts = []
 
 
 class _Image:
@@ -311,16 +338,17 @@ class Capture(_Image):
 
     ``into``: a directory to stream the records and keyframes into as ``name.index.npy``, ``name.values.npy``
     and ``name.keyframes.npy`` (:class:`_ArrayFile`), which the chain then maps; without it they are held in
-    memory."""
+    memory (:class:`_ArrayRows`)."""
 
     def __init__(self, machine: Machine, into: Path | None = None, name: str = "chain0"):
         super().__init__(machine)
-        self._files: dict[str, _ArrayFile] = {}
-        if into is not None:
-            into = Path(into)
-            self._files = {"index": _ArrayFile(into / f"{name}.index.npy", np.int32),
-                           "values": _ArrayFile(into / f"{name}.values.npy", np.int64)}
-            self._keyframes_at = into / f"{name}.keyframes.npy"
+
+        def sink(array: str, dtype, width: int | None = None) -> _ArrayFile | _ArrayRows:
+            return _ArrayRows(dtype, width) if into is None else _ArrayFile(Path(into) / f"{name}.{array}.npy",
+                                                                              dtype, width)
+        self._sink = sink
+        self._files: dict[str, _ArrayFile | _ArrayRows] = {"index": sink("index", np.int32),
+                                                           "values": sink("values", np.int64)}
         self._lengths: list[int] = []                     # of each unit's record
         self.rows = machine.memory.lookup_rows()
         in_rows = np.zeros(len(self.parts[0]), bool)
@@ -334,14 +362,12 @@ class Capture(_Image):
         self.is_ready = np.zeros(len(in_rows), bool)     # the lines' ready times (timed prefetch arrival)
         self.is_ready[machine.memory.ready_words()] = True
         self._clock = 0                                   # the unit's lead-in cycle
-        self.records: list[tuple[np.ndarray, np.ndarray]] = []
         self.scalars: list[list[int]] = []
         self.timer: list[np.ndarray] = []
         self._lead: _Snapshot | None = None
         self.extended = self.widened = 0
         self._written = [np.zeros(0, np.int64) for _ in self.parts]     # by the last unit's run, per part
         self.keyframe_units: list[int] = []
-        self.keyframes: list[np.ndarray] = []
         self._since_keyframe = 0                          # bytes of records since the last keyframe
 
     def at_lead(self, machine: Machine) -> None:
@@ -391,24 +417,17 @@ class Capture(_Image):
         # and the words the previous unit's run wrote, as the image has them: a replay undoes that run's writes
         # with this record rather than by copying the whole image back before every unit
         index = [_union(idx, w, len(a)) for idx, w, a in zip(index, self._written, image)]
-        record = (np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32),
-                  np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)]))
-        if self._files:
-            self._files["index"].append(record[0])
-            self._files["values"].append(record[1])
-        else:
-            self.records.append(record)
-        self._lengths.append(len(record[0]))
-        self._since_keyframe += record[0].nbytes + record[1].nbytes
+        words = np.concatenate([idx + at for idx, at in zip(index, self.offsets)]).astype(np.int32)
+        values = np.concatenate([_as_words(a[idx]) for idx, a in zip(index, image)])
+        self._files["index"].append(words)
+        self._files["values"].append(values)
+        self._lengths.append(len(words))
+        self._since_keyframe += words.nbytes + values.nbytes
         if self._since_keyframe >= KEYFRAME_RATIO * 8 * self.offsets[-1]:
             self.keyframe_units.append(len(self._lengths) - 1)
-            keyframe = np.concatenate([_as_words(a) for a in image])
-            if self._files:
-                if "keyframes" not in self._files:
-                    self._files["keyframes"] = _ArrayFile(self._keyframes_at, np.int64, len(keyframe))
-                self._files["keyframes"].append(keyframe)
-            else:
-                self.keyframes.append(keyframe)
+            if "keyframes" not in self._files:
+                self._files["keyframes"] = self._sink("keyframes", np.int64, int(self.offsets[-1]))
+            self._files["keyframes"].append(np.concatenate([_as_words(a) for a in image]))
             self._since_keyframe = 0
         self._written = [np.flatnonzero(x != p) for x, p in zip(lead.arrays, self.parts)]
         self._written[0] = _union(self._written[0], wrote, len(memory))     # and what a replay's run writes
@@ -452,23 +471,14 @@ class Capture(_Image):
         self._files = {}
 
     def chain(self) -> Chain:
-        """The records as one chain: the streamed files mapped, or the records held in memory taken from the
-        capture as they are copied (a library of gigabytes is never held twice)."""
+        """The records as one chain: the streamed files mapped, or the records held in memory (taken from the
+        capture as they are copied: a library of gigabytes is never held twice)."""
         offsets = np.cumsum([0] + self._lengths).astype(np.int64)
-        if self._files:
-            try:
-                arrays = {name: f.close() for name, f in self._files.items()}
-            finally:
-                self.discard()                            # (any left open by a close that failed)
-            index, values, keyframes = arrays["index"], arrays["values"], arrays.get("keyframes")
-        else:
-            index, values = np.empty(offsets[-1], np.int32), np.empty(offsets[-1], np.int64)
-            for j in range(len(self.records)):
-                index[offsets[j]:offsets[j + 1]], values[offsets[j]:offsets[j + 1]] = self.records[j]
-                self.records[j] = None
-            self.records = []
-            keyframes = np.array(self.keyframes, np.int64) if self.keyframes else None
-            self.keyframes = []
+        try:
+            arrays = {name: f.close() for name, f in self._files.items()}
+        finally:
+            self.discard()                                # (any left open by a close that failed)
+        index, values, keyframes = arrays["index"], arrays["values"], arrays.get("keyframes")
         return Chain(offsets, index, values, np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
                      np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened,
                      keyframe_units=np.array(self.keyframe_units, np.int64) if keyframes is not None else None,
