@@ -303,50 +303,13 @@ def live_points_cmd(store: Path = typer.Argument(..., help="a store of live-poin
                                                                       "(killed) left staged"),
                     as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """List a store's live-point libraries: workload, platform, sample, units, size, what captured them."""
-    import shutil
+    from whatif.scenarios.commands import live_points as live_points_command
 
-    from whatif.scenarios.results.livepoint_store import LivePointStore
-
-    lp_store = LivePointStore(store, "live-points")
-    removed = lp_store.remove(remove) if remove else []
-    pruned = lp_store.prune() if prune else []
-    libraries, unfinished = lp_store.libraries(), lp_store.unfinished()
-    free = shutil.disk_usage(store).free
+    doc = live_points_command.live_points_command(store, remove or [], prune)
     if as_json:
-        echo_json({"store": str(store), "libraries": libraries, "unfinished": unfinished, "free_bytes": free,
-                   **({"removed": removed} if remove else {}), **({"pruned": pruned} if prune else {})})
-        return
-    from rich.table import Table
-
-    from whatif.scenarios.render import stdout_console
-
-    if removed:
-        typer.echo(f"removed {len(removed)} {'library' if len(removed) == 1 else 'libraries'}, "
-                   f"{sum(r['bytes'] for r in removed) / 1e6:,.1f} MB: {', '.join(r['name'] for r in removed)}")
-    if pruned:
-        typer.echo(f"removed what {len(pruned)} killed {'capture' if len(pruned) == 1 else 'captures'} left, "
-                   f"{sum(r['bytes'] for r in pruned) / 1e6:,.1f} MB")
-    title = (f"{len(libraries)} live-point {'library' if len(libraries) == 1 else 'libraries'} in {store}, "
-             f"{sum(r['bytes'] for r in libraries) / 1e6:,.1f} MB; {free / 1e6:,.0f} MB free on its file system")
-    killed = [r for r in unfinished if not r["running"]]
-    if unfinished:
-        title += (f"; {len(unfinished)} unfinished {'capture' if len(unfinished) == 1 else 'captures'}, "
-                  f"{sum(r['bytes'] for r in unfinished) / 1e6:,.1f} MB ({len(unfinished) - len(killed)} running, "
-                  f"{len(killed)} killed: --prune removes those)")
-    t = Table(title=title)
-    for col in ("library", "workload", "platform", "U, W, n (S)", "units", "MB", "captured", "core"):
-        t.add_column(col, justify="right" if col in ("units", "MB") else "left")
-    for r in libraries:
-        if "damaged" in r:
-            t.add_row(r["name"], f"damaged: {r['damaged']}", "", "", "", f"{r['bytes'] / 1e6:,.1f}", "", "")
-            continue
-        d = r["design"]
-        sample = f"{d['unit']:,}, {d['warmup']:,}, {d['units']:,}"
-        if d["segments"] > 1:
-            sample += f" ({d['segments']})"
-        t.add_row(r["name"], r["workload"] or "", r["platform"] or "", sample, f"{r['units']:,}",
-                  f"{r['bytes'] / 1e6:,.1f}", r["captured"], r["captured_on"].get("core", ""))
-    stdout_console().print(t)
+        echo_json(doc)
+    else:
+        live_points_command.print_listing(doc)
 
 
 # --------------------------------------------------------------------------- profile

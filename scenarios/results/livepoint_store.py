@@ -104,8 +104,7 @@ class LivePointStore:
             with self.staging(library.key, library.design, workload, platform) as stage:
                 return self.keep(library, workload, platform, about, stage)
         target = self.path / self.name(library.key, library.design, workload, platform)
-        staged = sum(f.stat().st_size for f in stage.iterdir())
-        check_room(self.path, max(0, library.nbytes - staged), f"{self.label} {target}")
+        check_room(self.path, max(0, library.nbytes - _bytes_under(stage)), f"{self.label} {target}")
         about = {**about, "whatif_version": __version__}
         library.save(stage, about)
         try:
@@ -125,7 +124,7 @@ class LivePointStore:
         for entry in sorted(self.path.iterdir()):
             if entry.name.startswith(".") or not entry.is_dir():
                 continue                                  # the marker, staging directories of running captures
-            row: dict = {"name": entry.name, "bytes": sum(f.stat().st_size for f in entry.iterdir() if f.is_file())}
+            row: dict = {"name": entry.name, "bytes": _bytes_under(entry)}
             try:
                 doc = json.loads((entry / LIVE_MANIFEST).read_text(encoding="utf-8"))
                 about, design = dict(doc.get("about") or {}), dict(doc["design"])
@@ -146,7 +145,7 @@ class LivePointStore:
         checked before any is removed: one the store does not hold, or a directory whatif did not write as a
         library (a name not of its form, or holding a file other than a library's), raises
         :class:`ScenarioError` and nothing is removed.  A library is renamed out of the store first, then deleted
-        (a kill in between leaves a staging directory that the next capture of that library removes)."""
+        (a kill in between leaves a staging directory that :meth:`prune` removes)."""
         listed = {r["name"]: r for r in self.libraries()}
         names = list(dict.fromkeys(names))
         for name in names:
@@ -184,6 +183,7 @@ class LivePointStore:
 
 
 def _bytes_under(path: Path) -> int:
+    """Bytes of the file ``path``, or of the files under the directory ``path``."""
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else path.stat().st_size
 
 
