@@ -301,15 +301,20 @@ def live_points_cmd(store: Path = typer.Argument(..., help="a store of live-poin
                                                                "(its name as listed; repeatable)"),
                     prune: bool = typer.Option(False, "--prune", help="remove what captures that no longer run "
                                                                       "(killed) left staged"),
+                    verify: bool = typer.Option(False, "--verify", help="read every library and check each record "
+                                                                        "against its checksum, as a replay would"),
                     as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """List a store's live-point libraries: workload, platform, sample, units, size, what captured them."""
     from whatif.scenarios.commands import live_points as live_points_command
 
-    doc = live_points_command.live_points_command(store, remove or [], prune)
+    doc = live_points_command.live_points_command(store, remove or [], prune, verify, progress=not as_json)
     if as_json:
         echo_json(doc)
     else:
         live_points_command.print_listing(doc)
+    damage = live_points_command.damage(doc)
+    if damage is not None:
+        fail(damage)
 
 
 # --------------------------------------------------------------------------- profile

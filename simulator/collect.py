@@ -280,7 +280,10 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
         action, about = "captured", where["about"]
         workers = min(workers, spec.sample.segments)
     else:
-        result = LP.replay_sampled(library, fresh, workers=workers, progress=on_retired)
+        try:
+            result = LP.replay_sampled(library, fresh, workers=workers, progress=on_retired)
+        except LP.DamagedLibrary as exc:
+            raise store.damaged(exc) from None
         action, about = "replayed", where["about"]
     if on_retired is not None:
         on_retired(spec.instructions - result.covered_instructions)

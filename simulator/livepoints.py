@@ -54,6 +54,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from tokenize import TokenError
 from typing import Callable
 
 import numpy as np
@@ -65,10 +66,21 @@ from whatif.simulator.machine import EVER, Machine
 from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally,
                                      combine, report_share, run_segment, segment_boundary, segment_units)
 
-FORMAT_VERSION = 2       # 2: a record also undoes the previous unit's run (the words that run wrote)
+FORMAT_VERSION = 3       # 2: a record also undoes the previous unit's run (the words that run wrote); 3: checksums
+READABLE_FORMATS = (2, 3)  # (format 2's libraries replay without checksums, their records' positions checked)
 MANIFEST = "livepoints.json"
-CHAIN_ARRAYS = ("offsets", "index", "values", "scalars", "timer", "keyframe_units", "keyframes")
-OPTIONAL_ARRAYS = {"timer": "timer", "keyframe_units": "keyframes", "keyframes": "keyframes"}   # -> manifest entry
+CHAIN_ARRAYS = ("offsets", "index", "values", "scalars", "timer", "keyframe_units", "keyframes", "sums",
+                "keyframe_sums")
+# the arrays a chain may lack -> the manifest's entries for the chain that say it has them
+OPTIONAL_ARRAYS = {"timer": ("timer",), "keyframe_units": ("keyframes",), "keyframes": ("keyframes",),
+                   "sums": ("sums",), "keyframe_sums": ("keyframes", "sums")}
+# each array's type and dimensions, as a capture writes it
+ARRAY_TYPES = {"offsets": (np.int64, 1), "index": (np.int32, 1), "values": (np.int64, 1), "scalars": (np.int64, 2),
+               "timer": (np.int64, 2), "keyframe_units": (np.int64, 1), "keyframes": (np.int64, 2),
+               "sums": (np.uint64, 1), "keyframe_sums": (np.uint64, 1)}
+# the arrays the manifest holds a checksum of (the records and keyframes have their own, in sums and keyframe_sums,
+# checked as a replay reads them)
+SMALL_ARRAYS = ("offsets", "scalars", "timer", "keyframe_units", "sums", "keyframe_sums")
 # per unit: lead-in position, clock, the core's fetch-line scalars (what warming keeps of the core)
 SCALARS = ("lead", "clock", "last_line", "need_access")
 CORE_SCALARS = (TM.S_LAST_LINE, TM.S_NEED_ACCESS)
@@ -80,6 +92,7 @@ READY_PAST = 1 << 14
 # hold this many times its size: a replay's later worker rolls forward from the keyframe before its first unit
 # through at most that many bytes of records, and keyframes add at most 1/KEYFRAME_RATIO to the library
 KEYFRAME_RATIO = 50
+VERIFY_UNITS = 256       # records LivePoints.verify checks between reports of its progress
 VERIFY_ROUNDS = 4        # reruns that may add the sets a rerun wrote, before a record takes every differing word
 
 
@@ -118,7 +131,9 @@ class Chain:
     """One segment's live-points: unit ``j``'s words are ``index[offsets[j]:offsets[j + 1]]`` (positions in the
     concatenated state parts) with their ``values``; ``scalars[j]`` (:data:`SCALARS`), ``timer[j]``
     (:meth:`TimerInterrupts.snapshot`, None without a timer); ``keyframes[i]``: the whole image, as words, after
-    the records up to unit ``keyframe_units[i]`` (None: none kept)."""
+    the records up to unit ``keyframe_units[i]`` (None: none kept); ``sums[j]`` and ``keyframe_sums[i]``: the
+    checksums (:func:`record_digest`, :func:`digest`) of unit ``j``'s record and of keyframe ``i`` (None: a library
+    of format 2, which has none)."""
     offsets: np.ndarray
     index: np.ndarray
     values: np.ndarray
@@ -128,6 +143,8 @@ class Chain:
     widened: int = 0          # units whose record took every differing word of the looked-up rows (Capture)
     keyframe_units: np.ndarray | None = None
     keyframes: np.ndarray | None = None
+    sums: np.ndarray | None = None
+    keyframe_sums: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.scalars)
@@ -135,6 +152,11 @@ class Chain:
     @property
     def nbytes(self) -> int:
         return sum(getattr(self, name).nbytes for name in CHAIN_ARRAYS if getattr(self, name) is not None)
+
+    @property
+    def record_sums(self) -> np.ndarray:
+        """The records' checksums as :func:`_apply_records` takes them (none: format 2)."""
+        return np.zeros(0, np.uint64) if self.sums is None else self.sums
 
 
 def design(spec: SmartsSpec, seed: int, start: int, total: int) -> dict:
@@ -154,7 +176,7 @@ def library_id(key: str, placed: dict) -> str:
 @dataclass(frozen=True)
 class LivePoints:
     """A sample's live-points: its design (spec, seed, the run's start and length), the state key of the
-    machine it was captured on, and a chain per segment."""
+    machine it was captured on, and a chain per segment; ``where``: the directory it was loaded from."""
     spec: SmartsSpec
     seed: int
     start: int
@@ -162,6 +184,7 @@ class LivePoints:
     key: str
     chains: tuple[Chain, ...]
     about: dict = field(default_factory=dict, compare=False)     # what captured it (the manifest's, as saved)
+    where: Path | None = field(default=None, compare=False)
 
     @property
     def units(self) -> int:
@@ -180,6 +203,8 @@ class LivePoints:
         what captured it) and the chains' ``.npy`` arrays, which :meth:`load` maps.  The directory is empty, or
         the one :func:`capture_sampled` streamed the large arrays into (``into``): those files are kept."""
         directory = Path(directory)
+        if any(c.sums is None for c in self.chains):
+            raise ValueError("a library without checksums (format 2) is not saved again")
         for k, chain in enumerate(self.chains):
             for name in CHAIN_ARRAYS:
                 array = getattr(chain, name)
@@ -188,7 +213,8 @@ class LivePoints:
         doc = {"whatif_live_points": FORMAT_VERSION, "key": self.key, "design": self.design, "id": self.id,
                "chains": [{"units": len(c), "words": int(len(c.index)), "extended": c.extended, "widened": c.widened,
                            "timer": c.timer is not None,
-                           "keyframes": 0 if c.keyframe_units is None else len(c.keyframe_units)} for c in self.chains],
+                           "keyframes": 0 if c.keyframe_units is None else len(c.keyframe_units), "sums": True,
+                           "digests": _small_digests(c)} for c in self.chains],
                "bytes": self.nbytes, "about": about or {}}
         (directory / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
@@ -201,8 +227,10 @@ class LivePoints:
             doc = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"{directory}: no readable {MANIFEST} ({exc})") from None
-        if not isinstance(doc, dict) or doc.get("whatif_live_points") != FORMAT_VERSION:
-            raise ValueError(f"{directory}/{MANIFEST}: not a live-point library of format {FORMAT_VERSION}")
+        if not isinstance(doc, dict) or doc.get("whatif_live_points") not in READABLE_FORMATS:
+            raise ValueError(f"{directory}/{MANIFEST}: not a live-point library of format "
+                             f"{' or '.join(map(str, READABLE_FORMATS))}")
+        checked = doc["whatif_live_points"] >= 3            # (format 2 has no checksums)
         try:
             placed = doc["design"]
             spec = SmartsSpec(unit=placed["unit"], warmup=placed["warmup"], units=placed["units"],
@@ -210,29 +238,70 @@ class LivePoints:
                               warming=placed["warming"])
             chains = []
             for k, about in enumerate(doc["chains"]):
+                if checked and not about.get("sums"):
+                    raise DamagedLibrary(str(directory), f"chain {k} has no checksums")
                 # (plain views of the maps: a memmap's slices are memmaps, each costing Python to make)
                 arrays = {name: np.asarray(np.load(directory / f"chain{k}.{name}.npy", mmap_mode="r",
                                                    allow_pickle=False))
-                          for name in CHAIN_ARRAYS if name not in OPTIONAL_ARRAYS or about.get(OPTIONAL_ARRAYS[name])}
-                chains.append(Chain(**{name: arrays.get(name) for name in CHAIN_ARRAYS}, extended=about["extended"],
-                                    widened=about["widened"]))
+                          for name in CHAIN_ARRAYS if all(about.get(e) for e in OPTIONAL_ARRAYS.get(name, ()))}
+                for name, a in arrays.items():
+                    dtype, ndim = ARRAY_TYPES[name]
+                    if a.dtype != dtype or a.ndim != ndim:
+                        raise DamagedLibrary(str(directory), f"chain{k}.{name}.npy holds {a.ndim}-D {a.dtype}, not "
+                                                             f"{ndim}-D {np.dtype(dtype)}")
+                chain = Chain(**{name: arrays.get(name) for name in CHAIN_ARRAYS}, extended=about["extended"],
+                              widened=about["widened"])
+                if checked and _small_digests(chain) != about["digests"]:
+                    wrong = sorted(n for n, d in _small_digests(chain).items() if about["digests"].get(n) != d)
+                    raise DamagedLibrary(str(directory), f"chain{k}.{wrong[0] + '.npy' if wrong else '*'} does not "
+                                                         f"match its checksum")
+                chains.append(chain)
             library = cls(spec, placed["seed"], placed["start"], placed["instructions"], doc["key"], tuple(chains),
-                          dict(doc.get("about") or {}))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{directory}: a damaged live-point library ({type(exc).__name__}: {exc})") from None
+                          dict(doc.get("about") or {}), directory)
+        except DamagedLibrary:
+            raise
+        # (numpy's reader of a damaged .npy header can raise tokenize's TokenError: found by the fuzz test)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, SyntaxError, TokenError) as exc:
+            raise DamagedLibrary(str(directory), f"{type(exc).__name__}: {exc}") from None
         if library.id != doc.get("id") or [len(c) for c in chains] != [a["units"] for a in doc["chains"]] or \
                 any(len(c.offsets) != len(c) + 1 or not c.offsets[-1] == len(c.index) == len(c.values) or
+                    c.offsets[0] != 0 or np.any(np.diff(c.offsets) < 0) or c.scalars.shape[1] != len(SCALARS) or
                     (c.timer is not None and len(c.timer) != len(c)) or
+                    (c.sums is not None and len(c.sums) != len(c)) or
                     (c.keyframes is not None and (len(c.keyframes) != len(c.keyframe_units) or
                                                   np.any(np.diff(c.keyframe_units) <= 0) or
-                                                  np.any((c.keyframe_units < 0) | (c.keyframe_units >= len(c)))))
+                                                  np.any((c.keyframe_units < 0) | (c.keyframe_units >= len(c))) or
+                                                  (c.keyframe_sums is not None and
+                                                   len(c.keyframe_sums) != len(c.keyframes))))
                     for c in chains):
-            raise ValueError(f"{directory}: a damaged live-point library (its arrays do not match its manifest)")
+            raise DamagedLibrary(str(directory), "its arrays do not match its manifest")
         return library
 
     @property
     def nbytes(self) -> int:
         return sum(c.nbytes for c in self.chains)
+
+    @property
+    def label(self) -> str:
+        """How errors name the library: where it was loaded from."""
+        return "a live-point library" if self.where is None else str(self.where)
+
+    def verify(self, advance: Callable[[int], None] | None = None) -> None:
+        """Read every record and keyframe and check it against its checksum, as a replay does (a library of format 2
+        has none: its records' spans only; a replay checks every position as it writes it); raises
+        :class:`DamagedLibrary` naming the first that fails.
+        ``advance(n)``: ``n`` more bytes of records checked."""
+        for k, c in enumerate(self.chains):
+            for first in range(0, len(c), VERIFY_UNITS):
+                last = min(first + VERIFY_UNITS, len(c))
+                bad, fault = _first_fault(c.offsets[first:last + 1], c.index, c.values, c.record_sums[first:last])
+                if bad >= 0:
+                    raise DamagedLibrary(self.label, f"chain{k}: unit {first + bad}'s record {RECORD_FAULTS[fault]}")
+                if advance is not None:
+                    advance(int(c.offsets[last] - c.offsets[first]) * 12)
+            for i in range(0 if c.keyframe_sums is None else len(c.keyframe_sums)):
+                if digest(c.keyframes[i]) != c.keyframe_sums[i]:
+                    raise DamagedLibrary(self.label, f"chain{k}: keyframe {i} does not match its checksum")
 
 
 class _ArrayFile:
@@ -368,6 +437,8 @@ class Capture(_Image):
         self.extended = self.widened = 0
         self._written = [np.zeros(0, np.int64) for _ in self.parts]     # by the last unit's run, per part
         self.keyframe_units: list[int] = []
+        self.sums: list[int] = []                         # of each unit's record, and of each keyframe
+        self.keyframe_sums: list[int] = []
         self._since_keyframe = 0                          # bytes of records since the last keyframe
 
     def at_lead(self, machine: Machine) -> None:
@@ -422,12 +493,15 @@ class Capture(_Image):
         self._files["index"].append(words)
         self._files["values"].append(values)
         self._lengths.append(len(words))
+        self.sums.append(record_digest(words, values))
         self._since_keyframe += words.nbytes + values.nbytes
         if self._since_keyframe >= KEYFRAME_RATIO * 8 * self.offsets[-1]:
             self.keyframe_units.append(len(self._lengths) - 1)
             if "keyframes" not in self._files:
                 self._files["keyframes"] = self._sink("keyframes", np.int64, int(self.offsets[-1]))
-            self._files["keyframes"].append(np.concatenate([_as_words(a) for a in image]))
+            keyframe = np.concatenate([_as_words(a) for a in image])
+            self._files["keyframes"].append(keyframe)
+            self.keyframe_sums.append(digest(keyframe))
             self._since_keyframe = 0
         self._written = [np.flatnonzero(x != p) for x, p in zip(lead.arrays, self.parts)]
         self._written[0] = _union(self._written[0], wrote, len(memory))     # and what a replay's run writes
@@ -482,7 +556,8 @@ class Capture(_Image):
         return Chain(offsets, index, values, np.array(self.scalars, np.int64).reshape(-1, len(SCALARS)),
                      np.array(self.timer, np.int64) if self.timer else None, self.extended, self.widened,
                      keyframe_units=np.array(self.keyframe_units, np.int64) if keyframes is not None else None,
-                     keyframes=keyframes)
+                     keyframes=keyframes, sums=np.array(self.sums, np.uint64),
+                     keyframe_sums=np.array(self.keyframe_sums, np.uint64) if keyframes is not None else None)
 
 
 def _union(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
@@ -506,24 +581,108 @@ def _outcome(machine: Machine) -> list[np.ndarray]:
             np.zeros(0) if machine.timer is None else machine.timer.snapshot()]
 
 
+class DamagedLibrary(ValueError):
+    """A library found damaged: ``label`` names it, ``what`` says what is wrong (a file, a record, a keyframe)."""
+
+    def __init__(self, label: str, what: str):
+        super().__init__(label, what)              # (as args: it pickles, from a replay's worker process)
+        self.label, self.what = label, what
+
+    def __str__(self) -> str:
+        return f"{self.label}: a damaged live-point library ({self.what})"
+
+
 @njit(nogil=True, cache=True)
-def _apply_records(parts, bounds, offsets, index, values, first, last):
+def digest(words):
+    """A checksum of a 1-D array's words (of any integer type): the sum of (word XOR a mix of its position) times an
+    odd constant, so that any one word changed changes it (words swapped: almost surely).  A loop LLVM vectorises:
+    5 us for a 450 KB record of mcf, where the CRC-32 of :mod:`simulator.trace_wtr` took 310 us, 60 % of a unit's
+    replay."""
+    h = np.uint64(0)
+    for q in range(len(words)):
+        h += (np.uint64(words[q]) ^ (np.uint64(q) * np.uint64(0x9E3779B97F4A7C15))) * np.uint64(0xBF58476D1CE4E5B9)
+    return h
+
+
+@njit(nogil=True, cache=True)
+def record_digest(index, values):
+    """The checksum of a record: its positions' and its values' (:func:`digest`)."""
+    return digest(index) * np.uint64(3) + digest(values)
+
+
+def _small_digests(chain: Chain) -> dict[str, int]:
+    """The checksums of a chain's small arrays (:data:`SMALL_ARRAYS`), which its manifest holds."""
+    return {name: int(digest(np.ascontiguousarray(a).reshape(-1))) for name in SMALL_ARRAYS
+            if (a := getattr(chain, name)) is not None}
+
+
+# what a record that is not applied failed (_apply_records)
+RECORD_FAULTS = ("spans words outside the library's", "does not match its checksum",
+                 "places words outside the state")
+
+
+@njit(nogil=True, cache=True)
+def _apply_records(parts, bounds, offsets, index, values, sums, first, last):
     """Write records ``first .. last - 1`` into ``parts`` in turn: record ``u``'s words are
     ``index[offsets[u]:offsets[u + 1]]``, positions in the parts' one index space, part after part (part ``k``
     holds ``bounds[k] .. bounds[k + 1] - 1``), each int64 word cast to its part's type bit for bit (unsigned 64-bit
     words and narrower types as :func:`_as_words` stored them).  One call for any number of records, without
-    the GIL, so that replays run side by side and a roll forward costs no Python per record."""
+    the GIL, so that replays run side by side and a roll forward costs no Python per record.  Each record's
+    span and checksum (``sums[u]``; an empty ``sums``: none, format 2) are checked before it is written, and its
+    positions as it is: each must lie in the part being written (a damaged one would write outside it).  Returns
+    -1, or the first record that failed and which check (:data:`RECORD_FAULTS`; of a record whose checksum failed
+    nothing is written)."""
     for u in range(first, last):
-        p = offsets[u]
-        hi = offsets[u + 1]
-        k = 0
-        for a in literal_unroll(parts):
-            base = bounds[k]
-            end = bounds[k + 1]
-            while p < hi and index[p] < end:
+        fault = _record_fault(offsets, index, values, sums, u)
+        if fault >= 0:
+            return u, fault
+        if not _write_record(parts, bounds, index, values, offsets[u], offsets[u + 1]):
+            return u, 2
+    return -1, 0
+
+
+@njit(nogil=True, cache=True)
+def _record_fault(offsets, index, values, sums, u):
+    """Which check of :data:`RECORD_FAULTS` before writing record ``u`` fails, or -1 (:func:`_apply_records`)."""
+    p = offsets[u]
+    hi = offsets[u + 1]
+    if p < 0 or hi < p or hi > len(index):
+        return 0
+    if len(sums) and record_digest(index[p:hi], values[p:hi]) != sums[u]:
+        return 1
+    return -1
+
+
+@njit(nogil=True, cache=True)
+def _first_fault(offsets, index, values, sums):
+    """The first record of a chain that fails a check of :data:`RECORD_FAULTS` made before writing, and which, or
+    (-1, 0) (:meth:`LivePoints.verify`; a position is checked against the state as it is written)."""
+    for u in range(len(offsets) - 1):
+        fault = _record_fault(offsets, index, values, sums, u)
+        if fault >= 0:
+            return u, fault
+    return -1, 0
+
+
+@njit(nogil=True, cache=True)
+def _write_record(parts, bounds, index, values, p, hi):
+    """Write the words ``p .. hi - 1`` of the records into ``parts`` (:func:`_apply_records`), the positions of a
+    part's words in any order, the parts' in turn; False when a position lies outside the part it comes in
+    (the words before it written).  A function of its own: numba could not type literal_unroll's loop beside the
+    checks' early return."""
+    ok = True
+    k = 0
+    for a in literal_unroll(parts):
+        base = bounds[k]
+        end = bounds[k + 1]
+        while ok and p < hi and index[p] < end:
+            if index[p] < base:
+                ok = False
+            else:
                 a[index[p] - base] = values[p]
                 p += 1
-            k += 1
+        k += 1
+    return ok and p == hi
 
 
 def _as_words(x: np.ndarray) -> np.ndarray:
@@ -537,11 +696,15 @@ def _from_words(words: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 class Replay(_Image):
-    """Puts a fresh ``machine`` into each unit's live-point of ``chain`` in turn (:meth:`restore`)."""
+    """Puts a fresh ``machine`` into each unit's live-point of ``chain`` in turn (:meth:`restore`); a record or
+    keyframe found damaged raises :class:`DamagedLibrary`, its message beginning with ``label`` and naming the chain
+    (``name``) and the unit."""
 
-    def __init__(self, machine: Machine, chain: Chain):
+    def __init__(self, machine: Machine, chain: Chain, label: str = "a live-point library", name: str = "chain0"):
         super().__init__(machine)
         self.chain = chain
+        self.label = label
+        self.name = name
         self.at = 0                                   # the next unit whose record the image takes
         self.restored = 0
 
@@ -583,6 +746,8 @@ class Replay(_Image):
                 words = c.keyframes[k]
                 if len(words) != self.offsets[-1]:
                     raise ValueError(f"a keyframe of {len(words):,} words, the state {self.offsets[-1]:,}")
+                if c.keyframe_sums is not None and digest(words) != c.keyframe_sums[k]:
+                    raise DamagedLibrary(self.label, f"{self.name}: keyframe {k} does not match its checksum")
                 for a, lo, hi in zip(self.image, self.offsets[:-1], self.offsets[1:]):
                     a[:] = _from_words(words[lo:hi], a.dtype)
                 self.at = int(c.keyframe_units[k]) + 1
@@ -593,8 +758,10 @@ class Replay(_Image):
         """Write the records of units ``first .. last - 1`` (``first`` alone by default) into ``parts`` (the
         image's or the machine's), in order."""
         c = self.chain
-        _apply_records(tuple(parts), self.offsets, c.offsets, c.index, c.values, first,
-                       first + 1 if last is None else last)
+        bad, fault = _apply_records(tuple(parts), self.offsets, c.offsets, c.index, c.values, c.record_sums, first,
+                                    first + 1 if last is None else last)
+        if bad >= 0:
+            raise DamagedLibrary(self.label, f"{self.name}: unit {bad}'s record {RECORD_FAULTS[fault]}")
 
 
 def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: dict[str, str] | None = None,
@@ -663,7 +830,7 @@ def replay_segment(machine: Machine, library: LivePoints, segment: int = 0, even
     k, parts = part
     mine = range(k * len(units) // parts, (k + 1) * len(units) // parts)
     t0 = time.perf_counter()
-    replay = Replay(machine, chain)
+    replay = Replay(machine, chain, library.label, f"chain{segment}")
     tally = _Tally(machine, len(mine), events)
     detailed = 0
     U, start = spec.unit, library.start

@@ -7,11 +7,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from whatif.cli import app
@@ -197,6 +200,140 @@ def test_a_restored_timer_runs_on_as_the_one_it_was_taken_from(pieces):
     assert walk(twin, 20) == walk(timer, 20)
 
 
+# ----------------------------------------------------------------------------- a damaged library
+@pytest.fixture(scope="module")
+def saved_library(tmp_path_factory):
+    """A saved library of 40 of mcf's units with keyframes, the capture's result and the machines."""
+    fresh = machines("nehalem", "429.mcf", 1_500_000)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(LP, "KEYFRAME_RATIO", 1)
+        captured, library = capture_sampled(fresh(), SmartsSpec(units=40), seed=1)
+    where = tmp_path_factory.mktemp("library")
+    library.save(where)
+    return where, captured, fresh
+
+
+def damaged_copy(saved: Path, into: Path, name: str, at, change) -> Path:
+    """A copy of the library ``saved`` with the word ``at`` of its array ``name`` changed by ``change``."""
+    shutil.copytree(saved, into)
+    a = np.load(into / f"chain0.{name}.npy", mmap_mode="r+")
+    a[at] = change(a[at])
+    a.flush()
+    return into
+
+
+def test_a_damaged_record_keyframe_or_table_is_one_error_naming_it_and_nothing_of_it_is_written(saved_library,
+                                                                                                  tmp_path):
+    saved, captured, fresh = saved_library
+    chain = LivePoints.load(saved).chains[0]
+    unit, p = 9, int(chain.offsets[9])
+    later = 20                                           # the second worker's first unit rolls from a keyframe
+    kf = int(np.searchsorted(chain.keyframe_units, later, side="right")) - 1
+    assert kf >= 0 and chain.keyframe_units[kf] > unit
+    cases = [("values", p + 3, np.invert, "replay", f"unit {unit}'s record does not match its checksum"),
+             # a position 2**31 words before the state: written, it crashed the process (SIGSEGV)
+             ("index", p + 1, lambda v: -2**31 + 5, "replay", f"unit {unit}'s record does not match its checksum"),
+             ("keyframes", (kf, 1000), lambda v: v + 1, "roll", f"keyframe {kf} does not match its checksum"),
+             ("scalars", (unit, 1), lambda v: v + 1, "load", "chain0.scalars.npy does not match its checksum"),
+             ("offsets", unit, lambda v: v - 1, "load", "chain0.offsets.npy does not match its checksum")]
+    for k, (name, at, change, when, message) in enumerate(cases):
+        where = damaged_copy(saved, tmp_path / str(k), name, at, change)
+        with pytest.raises(LP.DamagedLibrary) as raised:
+            library = LivePoints.load(where)
+            assert when != "load"
+            if when == "roll":
+                LP.Replay(fresh(), library.chains[0], library.label).roll(later)
+            else:
+                replay = LP.Replay(machine := fresh(), library.chains[0], library.label)
+                for j in range(unit):
+                    replay.restore(machine, j)
+                before = [a.copy() for a in replay.parts]
+                replay.restore(machine, unit)
+        assert str(raised.value) == f"{where}: a damaged live-point library ({'' if when == 'load' else 'chain0: '}" \
+                                    f"{message})", name
+        if when == "replay":
+            for a, b in zip(replay.parts, before):          # the record refused before any of it was written
+                np.testing.assert_array_equal(a, b)
+        if when != "load":
+            with pytest.raises(LP.DamagedLibrary, match=message):
+                LivePoints.load(where).verify()           # found by reading the library alone
+    LivePoints.load(saved).verify()
+    with pytest.raises(LP.DamagedLibrary, match=f"keyframe {kf} does not match"):
+        replay_sampled(LivePoints.load(tmp_path / "2"), fresh, workers=2)     # (from a forked worker)
+
+
+def test_a_library_of_format_2_replays_without_checksums_its_records_positions_checked(saved_library, tmp_path):
+    saved, captured, fresh = saved_library
+    old = tmp_path / "old"
+    shutil.copytree(saved, old)
+    doc = json.loads((old / "livepoints.json").read_text())
+    doc["whatif_live_points"] = 2
+    for c in doc["chains"]:
+        del c["sums"], c["digests"]
+    (old / "livepoints.json").write_text(json.dumps(doc))
+    for name in ("sums", "keyframe_sums"):
+        (old / f"chain0.{name}.npy").unlink()
+    library = LivePoints.load(old)
+    assert library.chains[0].sums is None and library.chains[0].keyframe_sums is None
+    assert_same_units(replay_sampled(library, fresh), captured)
+    library.verify()
+    p = int(library.chains[0].offsets[9])
+    total = sum(len(a) for a in LP.state_parts(fresh()))
+    # a position before the state, past it, or in a part after the record's next words' (the memory's come first)
+    for k, (at, change) in enumerate([(p + 1, lambda v: -2**31 + 5), (p, lambda v: 2**31 - 1),
+                                      (p + 1, lambda v: total - 1)]):
+        where = damaged_copy(old, tmp_path / str(k), "index", at, change)
+        with pytest.raises(LP.DamagedLibrary, match="unit 9's record places words outside the state"):
+            replay_sampled(LivePoints.load(where), fresh)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_library_with_any_byte_changed_replays_as_captured_or_is_refused_as_damaged(small_library, tmp_path_factory,
+                                                                                      data):
+    saved, captured, fresh = small_library
+    files = sorted(f.name for f in saved.iterdir())
+    name = data.draw(st.sampled_from(files), label="file")
+    blob = bytearray((saved / name).read_bytes())
+    at = data.draw(st.integers(0, len(blob) - 1), label="byte")
+    blob[at] ^= data.draw(st.integers(1, 255), label="xor")
+    where = tmp_path_factory.mktemp("damaged")
+    shutil.copytree(saved, where, dirs_exist_ok=True)
+    (where / name).write_bytes(bytes(blob))
+    try:
+        replayed = replay_sampled(LivePoints.load(where), fresh)
+    except LP.DamagedLibrary as exc:
+        assert str(exc).startswith(f"{where}: a damaged live-point library (")
+        event(f"damaged: {exc.what.split(':')[0][:40]}")
+    except ValueError as exc:                            # the manifest's format or JSON
+        assert name == "livepoints.json" and "livepoints.json" in str(exc), exc
+        event("not a library")
+    else:
+        assert_same_units(replayed, captured)            # (a byte of a header's padding, a count in `about`, ...)
+        event("replayed as captured")
+
+
+def test_a_damaged_npy_header_is_a_damaged_library(small_library, tmp_path):
+    """Found by the test above: numpy's reader of this header raised tokenize's TokenError, not a ValueError."""
+    shutil.copytree(small_library[0], tmp_path / "lib")
+    header = tmp_path / "lib" / "chain0.index.npy"
+    blob = header.read_bytes()
+    assert b",), }" in blob[:128]
+    header.write_bytes(blob.replace(b",), }", b",(, }", 1))
+    with pytest.raises(LP.DamagedLibrary, match=r"a damaged live-point library \(TokenError: "):
+        LivePoints.load(tmp_path / "lib")
+
+
+@pytest.fixture(scope="module")
+def small_library(tmp_path_factory):
+    fresh = machines("nehalem", "464.h264ref", 600_000)
+    captured, library = capture_sampled(fresh(), SmartsSpec(units=20), seed=1)
+    where = tmp_path_factory.mktemp("small")
+    library.save(where)
+    return where, captured, fresh
+
+
 # ----------------------------------------------------------------------------- the store and the CLI
 def simulate(*extra, store=None):
     args = ["simulate", "-p", "nehalem", "-w", "403.gcc", "-n", "1500000", "--sample", "smarts:1000,2000,40",
@@ -288,6 +425,28 @@ def test_cli_refuses_a_damaged_library_and_bad_combinations(tmp_path):
     for extra in ([], ["--prune"], ["--remove", library.name]):
         r = runner.invoke(app, ["live-points", str(tmp_path / "other"), *extra])
         assert r.exit_code == 2 and "holds no live-point store" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_cli_verify_reads_every_record_and_a_damaged_library_is_one_line_exit_2(tmp_path):
+    store = tmp_path / "lp"
+    library = Path(json.loads(simulate(store=store).stdout)["sampled"]["live_points"]["library"])
+    r = runner.invoke(app, ["live-points", str(store), "--verify", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["libraries"][0]["verified"] is True, r.stderr
+    assert "verified: all sound" in " ".join(runner.invoke(app, ["live-points", str(store), "--verify"]).stdout.split())
+    values = np.load(library / "chain0.values.npy", mmap_mode="r+")
+    values[np.load(library / "chain0.offsets.npy")[30] + 2] += 1
+    values.flush()
+    del values
+    listed = runner.invoke(app, ["live-points", str(store), "--json"])         # the manifest alone: sound
+    assert listed.exit_code == 0 and "damaged" not in json.loads(listed.stdout)["libraries"][0]
+    r = runner.invoke(app, ["live-points", str(store), "--verify"])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"1 library damaged: {library.name} (chain0: unit 30's record does not match its checksum)" in r.stderr
+    assert "verified: 1 damaged" in " ".join(r.stdout.split())
+    r = simulate(store=store)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"whatif: error: --live-points: {library}: a damaged live-point library (chain0: unit "
+                               f"30's record does not match its checksum); move it away to capture it again")
 
 
 def test_a_disk_that_fills_stops_the_capture_at_once_and_nothing_is_kept(tmp_path, monkeypatch):
@@ -404,7 +563,7 @@ def test_a_library_saved_and_loaded_is_the_same_and_a_killed_capture_leaves_no_l
     assert_same_units(replay_sampled(loaded, fresh), captured)
     manifest = json.loads((tmp_path / "livepoints.json").read_text())
     (tmp_path / "livepoints.json").write_text(json.dumps({**manifest, "whatif_live_points": 1}))
-    with pytest.raises(ValueError, match="not a live-point library of format 2"):
+    with pytest.raises(ValueError, match="not a live-point library of format 2 or 3"):
         LivePoints.load(tmp_path)                     # (format 1's records did not undo the unit before)
     store = LivePointStore(tmp_path / "store")
     leftover = tmp_path / "store" / ".x.whatif-stage-999999999-1-0123abcd"

@@ -6,17 +6,37 @@ import shutil
 from pathlib import Path
 
 from whatif.scenarios.results.livepoint_store import LivePointStore
+from whatif.scenarios.results.progress import progress_bar
 
 
-def live_points_command(store: Path, remove: list[str], prune: bool) -> dict:
+def live_points_command(store: Path, remove: list[str], prune: bool, verify: bool = False,
+                        progress: bool = False) -> dict:
     """The store's libraries and unfinished captures and its file system's free space, after removing the
-    libraries ``remove`` names and, with ``prune``, what killed captures left (``removed``, ``pruned``)."""
+    libraries ``remove`` names and, with ``prune``, what killed captures left (``removed``, ``pruned``); with
+    ``verify``, every library read and checked as a replay would (each row ``verified``, or ``damaged``)."""
     lp_store = LivePointStore(store, "live-points")
     removed = lp_store.remove(remove) if remove else []
     pruned = lp_store.prune() if prune else []
-    return {"store": str(store), "libraries": lp_store.libraries(), "unfinished": lp_store.unfinished(),
+    libraries = lp_store.libraries()
+    if verify:
+        readable = [row for row in libraries if "damaged" not in row]
+        with progress_bar(sum(row["bytes"] for row in readable), "verifying live-points", progress) as advance:
+            for row in readable:
+                lp_store.verify(row, advance)
+    return {"store": str(store), "libraries": libraries, "unfinished": lp_store.unfinished(),
             "free_bytes": shutil.disk_usage(store).free, **({"removed": removed} if remove else {}),
-            **({"pruned": pruned} if prune else {})}
+            **({"pruned": pruned} if prune else {}), **({"verified": True} if verify else {})}
+
+
+def damage(doc: dict) -> str | None:
+    """The line that says which libraries a ``--verify`` found damaged (None: all sound, or not verified)."""
+    damaged = [r for r in doc["libraries"] if "damaged" in r]
+    if not doc.get("verified") or not damaged:
+        return None
+    first = damaged[0]
+    return (f"live-points {doc['store']}: {_count(len(damaged), 'library', 'libraries')} damaged: {first['name']} "
+            f"({first['damaged']}){f' and {len(damaged) - 1} more' if len(damaged) > 1 else ''}; move "
+            f"{'it' if len(damaged) == 1 else 'them'} away (or --remove) to capture again")
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -40,6 +60,9 @@ def print_listing(doc: dict) -> None:
     title = (f"{_count(len(libraries), 'live-point library', 'live-point libraries')} in {doc['store']}, "
              f"{sum(r['bytes'] for r in libraries) / 1e6:,.1f} MB; {doc['free_bytes'] / 1e6:,.0f} MB free on its "
              f"file system")
+    if doc.get("verified"):
+        damaged = sum("damaged" in r for r in libraries)
+        title += f"; verified: {f'{damaged} damaged' if damaged else 'all sound'}"
     if unfinished:
         killed = sum(not r["running"] for r in unfinished)
         title += (f"; {_count(len(unfinished), 'unfinished capture', 'unfinished captures')}, "

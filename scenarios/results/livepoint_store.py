@@ -20,14 +20,14 @@ import shutil
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from whatif import __version__
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.writer import _staging_name, atomic_write_text, check_room, clean_leftovers, \
     staged_entries, write_refused
 from whatif.simulator.livepoints import MANIFEST as LIVE_MANIFEST
-from whatif.simulator.livepoints import LivePoints, library_id
+from whatif.simulator.livepoints import DamagedLibrary, LivePoints, library_id
 
 MARKER = "whatif-live-points.json"
 STORE_FORMAT = 1
@@ -69,11 +69,16 @@ class LivePointStore:
         try:
             library = LivePoints.load(where["path"])
         except ValueError as exc:
-            raise ScenarioError(f"{self.label}: {exc}; move it away to capture it again") from None
+            raise self.damaged(exc) from None
         if library.key != key or library.design != design:
             raise ScenarioError(f"{self.label} {where['path']}: holds another configuration's live-points")
         where["about"] = library.about
         return library, where
+
+    def damaged(self, exc: ValueError) -> ScenarioError:
+        """The user's error for a library found damaged (``exc``: :meth:`LivePoints.load`'s, or a replay's
+        :class:`~simulator.livepoints.DamagedLibrary`, naming it and what is wrong)."""
+        return ScenarioError(f"{self.label}: {exc}; move it away to capture it again")
 
     @contextmanager
     def staging(self, key: str, design: dict, workload: str, platform: str) -> Iterator[Path]:
@@ -139,6 +144,18 @@ class LivePointStore:
                 row["damaged"] = f"{type(exc).__name__}: {exc}"
             out.append(row)
         return out
+
+    def verify(self, row: dict, advance: Callable[[int], None] | None = None) -> None:
+        """Check the library ``row`` lists (:meth:`libraries`) record by record as a replay would
+        (:meth:`LivePoints.verify`; ``advance(n)``: n more bytes checked): ``row["verified"]`` is then True, or
+        ``row["damaged"]`` says what is wrong."""
+        try:
+            LivePoints.load(self.path / row["name"]).verify(advance)
+            row["verified"] = True
+        except DamagedLibrary as exc:
+            row["damaged"] = exc.what
+        except ValueError as exc:
+            row["damaged"] = str(exc)
 
     def remove(self, names: list[str]) -> list[dict]:
         """Remove the libraries ``names`` (as :meth:`libraries` lists them) and return their rows.  Every name is
