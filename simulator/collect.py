@@ -282,8 +282,8 @@ def _with_live_points(platform: Platform, workload: Any, spec: CollectSpec, prog
     else:
         try:
             result = LP.replay_sampled(library, fresh, workers=workers, progress=on_retired)
-        except LP.DamagedLibrary as exc:
-            raise store.damaged(exc) from None
+        except (LP.DamagedLibrary, LP.ForeignLibrary) as exc:
+            raise store.refused(exc) from None
         action, about = "replayed", where["about"]
     if on_retired is not None:
         on_retired(spec.instructions - result.covered_instructions)

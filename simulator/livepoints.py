@@ -176,7 +176,9 @@ def library_id(key: str, placed: dict) -> str:
 @dataclass(frozen=True)
 class LivePoints:
     """A sample's live-points: its design (spec, seed, the run's start and length), the state key of the
-    machine it was captured on, and a chain per segment; ``where``: the directory it was loaded from."""
+    machine it was captured on, and a chain per segment; ``where``: the directory it was loaded from;
+    ``state_words``: the words of each state part (:func:`state_parts`) of the machine it was captured on (None: a
+    library of format 2, which does not say), which a replaying machine's must equal."""
     spec: SmartsSpec
     seed: int
     start: int
@@ -185,6 +187,7 @@ class LivePoints:
     chains: tuple[Chain, ...]
     about: dict = field(default_factory=dict, compare=False)     # what captured it (the manifest's, as saved)
     where: Path | None = field(default=None, compare=False)
+    state_words: tuple[int, ...] | None = field(default=None, compare=False)
 
     @property
     def units(self) -> int:
@@ -215,7 +218,8 @@ class LivePoints:
                            "timer": c.timer is not None,
                            "keyframes": 0 if c.keyframe_units is None else len(c.keyframe_units), "sums": True,
                            "digests": _small_digests(c)} for c in self.chains],
-               "bytes": self.nbytes, "about": about or {}}
+               "bytes": self.nbytes, "about": about or {},
+               **({} if self.state_words is None else {"state_words": list(self.state_words)})}
         (directory / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
@@ -256,8 +260,11 @@ class LivePoints:
                     raise DamagedLibrary(str(directory), f"chain{k}.{wrong[0] + '.npy' if wrong else '*'} does not "
                                                          f"match its checksum")
                 chains.append(chain)
+            words = doc.get("state_words")
+            if words is not None and (not isinstance(words, list) or not all(type(w) is int for w in words)):
+                raise TypeError(f"state_words: {words!r:.60}, not a list of numbers of words")
             library = cls(spec, placed["seed"], placed["start"], placed["instructions"], doc["key"], tuple(chains),
-                          dict(doc.get("about") or {}), directory)
+                          dict(doc.get("about") or {}), directory, None if words is None else tuple(words))
         except DamagedLibrary:
             raise
         # (numpy's reader of a damaged .npy header can raise tokenize's TokenError: found by the fuzz test)
@@ -581,6 +588,10 @@ def _outcome(machine: Machine) -> list[np.ndarray]:
             np.zeros(0) if machine.timer is None else machine.timer.snapshot()]
 
 
+class ForeignLibrary(ValueError):
+    """A library this whatif cannot replay: captured by another version of it, whose state differs in size."""
+
+
 class DamagedLibrary(ValueError):
     """A library found damaged: ``label`` names it, ``what`` says what is wrong (a file, a record, a keyframe)."""
 
@@ -784,6 +795,7 @@ def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: d
     if machine.program_retired:
         raise ValueError("live-points are captured from a fresh machine (the image starts from its state)")
     key = state_key(machine)
+    words = tuple(len(p) for p in state_parts(machine))
     total = machine.instructions_target - start
     t0 = time.perf_counter()
 
@@ -811,7 +823,7 @@ def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: d
         with ThreadPoolExecutor(max_workers=min(workers, spec.segments), thread_name_prefix="capture") as pool:
             done = list(pool.map(segment, range(spec.segments)))
     result = combine(spec, total, seed, [part for part, _ in done], time.perf_counter() - t0)
-    return result, LivePoints(spec, seed, start, total, key, tuple(chain for _, chain in done))
+    return result, LivePoints(spec, seed, start, total, key, tuple(chain for _, chain in done), state_words=words)
 
 
 def replay_segment(machine: Machine, library: LivePoints, segment: int = 0, events: dict[str, str] | None = None,
@@ -831,6 +843,12 @@ def replay_segment(machine: Machine, library: LivePoints, segment: int = 0, even
     mine = range(k * len(units) // parts, (k + 1) * len(units) // parts)
     t0 = time.perf_counter()
     replay = Replay(machine, chain, library.label, f"chain{segment}")
+    words = tuple(int(n) for n in np.diff(replay.offsets))
+    if library.state_words is not None and words != library.state_words:
+        raise ForeignLibrary(f"{library.label}: captured by another version of whatif (whatif "
+                             f"{library.about.get('whatif_version', '?')}: its state's parts hold "
+                             f"{', '.join(f'{n:,}' for n in library.state_words)} words, this one's "
+                             f"{', '.join(f'{n:,}' for n in words)})")
     tally = _Tally(machine, len(mine), events)
     detailed = 0
     U, start = spec.unit, library.start

@@ -268,6 +268,7 @@ def test_a_library_of_format_2_replays_without_checksums_its_records_positions_c
     shutil.copytree(saved, old)
     doc = json.loads((old / "livepoints.json").read_text())
     doc["whatif_live_points"] = 2
+    del doc["state_words"]
     for c in doc["chains"]:
         del c["sums"], c["digests"]
     (old / "livepoints.json").write_text(json.dumps(doc))
@@ -433,6 +434,17 @@ def test_cli_verify_reads_every_record_and_a_damaged_library_is_one_line_exit_2(
     r = runner.invoke(app, ["live-points", str(store), "--verify", "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["libraries"][0]["verified"] is True, r.stderr
     assert "verified: all sound" in " ".join(runner.invoke(app, ["live-points", str(store), "--verify"]).stdout.split())
+    # captured by a whatif whose state has another size: refused, not replayed into this one's
+    manifest = (library / "livepoints.json").read_text()
+    doc = json.loads(manifest)
+    doc["state_words"][0] += 8
+    (library / "livepoints.json").write_text(json.dumps(doc))
+    r = simulate(store=store)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"whatif: error: --live-points: {library}: captured by another version of whatif "
+                               f"(whatif {doc['about']['whatif_version']}: its state's parts hold "
+                               f"{doc['state_words'][0]:,}, "), r.stderr
+    (library / "livepoints.json").write_text(manifest)
     values = np.load(library / "chain0.values.npy", mmap_mode="r+")
     values[np.load(library / "chain0.offsets.npy")[30] + 2] += 1
     values.flush()

@@ -69,15 +69,16 @@ class LivePointStore:
         try:
             library = LivePoints.load(where["path"])
         except ValueError as exc:
-            raise self.damaged(exc) from None
+            raise self.refused(exc) from None
         if library.key != key or library.design != design:
             raise ScenarioError(f"{self.label} {where['path']}: holds another configuration's live-points")
         where["about"] = library.about
         return library, where
 
-    def damaged(self, exc: ValueError) -> ScenarioError:
-        """The user's error for a library found damaged (``exc``: :meth:`LivePoints.load`'s, or a replay's
-        :class:`~simulator.livepoints.DamagedLibrary`, naming it and what is wrong)."""
+    def refused(self, exc: ValueError) -> ScenarioError:
+        """The user's error for a library that cannot be replayed (``exc``: :meth:`LivePoints.load`'s, or a replay's
+        :class:`~simulator.livepoints.DamagedLibrary` or :class:`~simulator.livepoints.ForeignLibrary`, naming it and
+        what is wrong)."""
         return ScenarioError(f"{self.label}: {exc}; move it away to capture it again")
 
     @contextmanager
