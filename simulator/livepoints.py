@@ -29,7 +29,10 @@ holds what changed since those words were last recorded):
 
 and whole: the program position and the clock at the unit's lead-in (its detailed warm-up's first
 instruction), the core's fetch-line scalars that warming keeps, and the timer's state
-(:meth:`TimerInterrupts.snapshot`).
+(:meth:`TimerInterrupts.snapshot`).  Checked (format 3): each record and keyframe has a checksum
+(:func:`digest`), checked before a replay writes it, and the manifest the checksums of the small arrays and
+the size of each state part, checked when the library is opened and when a replay starts; a library found
+damaged raises :class:`DamagedLibrary`, one of another state's sizes :class:`ForeignLibrary`.
 
 Exact, with the machine it was captured on.  A replayed unit starts from the image, exactly (every record
 also undoes the run before it): outside the rows it equals the captured state word for word, and the rows
