@@ -300,7 +300,7 @@ class LivePoints:
         """Read every record and keyframe and check it against its checksum, as a replay does (a library of format 2
         has none: its records' spans only; a replay checks every position as it writes it); raises
         :class:`DamagedLibrary` naming the first that fails.
-        ``advance(n)``: ``n`` more bytes of records checked."""
+        ``advance(n)``: ``n`` more bytes of records and keyframes checked."""
         for k, c in enumerate(self.chains):
             for first in range(0, len(c), VERIFY_UNITS):
                 last = min(first + VERIFY_UNITS, len(c))
@@ -312,6 +312,8 @@ class LivePoints:
             for i in range(0 if c.keyframe_sums is None else len(c.keyframe_sums)):
                 if digest(c.keyframes[i]) != c.keyframe_sums[i]:
                     raise DamagedLibrary(self.label, f"chain{k}: keyframe {i} does not match its checksum")
+                if advance is not None:
+                    advance(c.keyframes[i].nbytes)
 
 
 class _ArrayFile:
