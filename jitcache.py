@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from types import ModuleType
+from typing import Iterable
 
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
@@ -44,11 +45,16 @@ class RegistryFreeCache(FunctionCache):
             return self._load_overload(sig, target_context)
 
 
+def sources_digest(files: Iterable[Path]) -> str:
+    """The digest of the files' contents, in the order given: any byte changed in any of them changes it."""
+    return hashlib.sha1(b"".join(f.read_bytes() for f in files)).hexdigest()
+
+
 def drop_stale_caches(group: str, modules: tuple[ModuleType, ...]) -> None:
     """Flush every cached dispatcher of ``modules`` unless their sources are those the group's stamp
     file records; then record them.  Their caches load through :class:`RegistryFreeCache` (when this numba
 has the steps it reuses)."""
-    digest = hashlib.sha1(b"".join(Path(m.__file__).read_bytes() for m in modules)).hexdigest()
+    digest = sources_digest(Path(m.__file__) for m in modules)
     cached = [d._cache for m in modules for d in vars(m).values()
               if isinstance(d, Dispatcher) and d.__module__ == m.__name__ and isinstance(d._cache, FunctionCache)]
     if not cached:

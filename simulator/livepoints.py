@@ -48,6 +48,7 @@ recorded of it.  That approximation is what ``whatif validate`` measures.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -63,7 +64,7 @@ from typing import Callable
 import numpy as np
 from numba import literal_unroll, njit
 
-from whatif.jitcache import drop_stale_caches
+from whatif.jitcache import drop_stale_caches, sources_digest
 from whatif.simulator.core import timing as TM
 from whatif.simulator.machine import EVER, Machine
 from whatif.simulator.smarts import (DEFAULT_OVERLAP, SegmentSample, SmartsResult, SmartsSpec, _placement, _Tally,
@@ -97,6 +98,13 @@ READY_PAST = 1 << 14
 KEYFRAME_RATIO = 50
 VERIFY_UNITS = 256       # records LivePoints.verify checks between reports of its progress
 VERIFY_ROUNDS = 4        # reruns that may add the sets a rerun wrote, before a record takes every differing word
+# the sources whose code makes the state a library holds, and applies it: every module of the simulator a capture
+# loads (tests/test_livepoints.py checks), packages whole so that a module added to one is covered
+STATE_SOURCES = ("simulator/core", "simulator/memory", "simulator/synth", "simulator/__init__.py",
+                 "simulator/errors.py", "simulator/isa.py", "simulator/livepoints.py", "simulator/lru.py",
+                 "simulator/machine.py", "simulator/osnoise.py", "simulator/platform.py", "simulator/pmu.py",
+                 "simulator/schema.py", "simulator/smarts.py", "simulator/workload.py")
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def state_parts(machine: Machine) -> list[np.ndarray]:
@@ -113,9 +121,23 @@ def state_parts(machine: Machine) -> list[np.ndarray]:
     return views
 
 
+@functools.cache
+def state_code(root: Path = PACKAGE_ROOT) -> str:
+    """The digest of the sources :data:`STATE_SOURCES` names under ``root``.  A library captured by code that
+    differs in any of them may hold a state this code would not make (a kernel's rule changed, a word's meaning
+    moved, with every size the same), and ``whatif_version`` does not change with each such edit: so the code is
+    part of the state key, and such a library is another one (captured anew; listed as stale)."""
+    files = []
+    for rel in STATE_SOURCES:
+        path = root / rel
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return sources_digest(files)[:16]
+
+
 def state_key(machine: Machine) -> str:
     """What a library's state depends on, as a digest: the platform but its core (pipeline, units, latencies,
-    penalties: what a replay may change), the predictor, the workload and the seeds, the timer."""
+    penalties: what a replay may change), the predictor, the workload and the seeds, the timer, and the code that
+    makes the state (:func:`state_code`)."""
     platform = machine.platform.model_dump(mode="json")
     for k in ("core", "name", "description", "vendor", "model", "pmu"):
         platform.pop(k, None)
@@ -125,7 +147,7 @@ def state_key(machine: Machine) -> str:
             "predictor_tables": [a.shape for a in machine.core.predictor_state],
             "workload": synth.spec.model_dump(mode="json"), "name": synth.name, "seed": synth.seed,
             "run_seed": synth.run_seed, "memory_seed": machine.memory.seed, "instructions": machine.instructions_target,
-            "timer": None if timer is None else [timer.period, repr(timer.noise)]}
+            "timer": None if timer is None else [timer.period, repr(timer.noise)], "code": state_code()}
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -181,7 +203,8 @@ class LivePoints:
     """A sample's live-points: its design (spec, seed, the run's start and length), the state key of the
     machine it was captured on, and a chain per segment; ``where``: the directory it was loaded from;
     ``state_words``: the words of each state part (:func:`state_parts`) of the machine it was captured on (None: a
-    library of format 2, which does not say), which a replaying machine's must equal."""
+    library of format 2, which does not say), which a replaying machine's must equal; ``code``: the
+    :func:`state_code` of the whatif that captured it (None: one that did not say)."""
     spec: SmartsSpec
     seed: int
     start: int
@@ -191,6 +214,7 @@ class LivePoints:
     about: dict = field(default_factory=dict, compare=False)     # what captured it (the manifest's, as saved)
     where: Path | None = field(default=None, compare=False)
     state_words: tuple[int, ...] | None = field(default=None, compare=False)
+    code: str | None = field(default=None, compare=False)
 
     @property
     def units(self) -> int:
@@ -222,7 +246,8 @@ class LivePoints:
                            "keyframes": 0 if c.keyframe_units is None else len(c.keyframe_units), "sums": True,
                            "digests": _small_digests(c)} for c in self.chains],
                "bytes": self.nbytes, "about": about or {},
-               **({} if self.state_words is None else {"state_words": list(self.state_words)})}
+               **({} if self.state_words is None else {"state_words": list(self.state_words)}),
+               **({} if self.code is None else {"state_code": self.code})}
         (directory / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
@@ -266,8 +291,11 @@ class LivePoints:
             words = doc.get("state_words")
             if words is not None and (not isinstance(words, list) or not all(type(w) is int for w in words)):
                 raise TypeError(f"state_words: {words!r:.60}, not a list of numbers of words")
+            code = doc.get("state_code")
+            if code is not None and not isinstance(code, str):
+                raise TypeError(f"state_code: {code!r:.60}, not a digest")
             library = cls(spec, placed["seed"], placed["start"], placed["instructions"], doc["key"], tuple(chains),
-                          dict(doc.get("about") or {}), directory, None if words is None else tuple(words))
+                          dict(doc.get("about") or {}), directory, None if words is None else tuple(words), code)
         except DamagedLibrary:
             raise
         # (numpy's reader of a damaged .npy header can raise tokenize's TokenError: found by the fuzz test)
@@ -828,7 +856,8 @@ def capture_sampled(machine: Machine, spec: SmartsSpec, seed: int = 0, events: d
         with ThreadPoolExecutor(max_workers=min(workers, spec.segments), thread_name_prefix="capture") as pool:
             done = list(pool.map(segment, range(spec.segments)))
     result = combine(spec, total, seed, [part for part, _ in done], time.perf_counter() - t0)
-    return result, LivePoints(spec, seed, start, total, key, tuple(chain for _, chain in done), state_words=words)
+    return result, LivePoints(spec, seed, start, total, key, tuple(chain for _, chain in done), state_words=words,
+                              code=state_code())
 
 
 def replay_segment(machine: Machine, library: LivePoints, segment: int = 0, events: dict[str, str] | None = None,

@@ -8,6 +8,8 @@ import errno
 import json
 import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -154,6 +156,9 @@ def test_the_key_admits_a_core_what_if_and_nothing_else():
                   machines("nehalem", "403.gcc", 100_000), machines("westmere", "464.h264ref", 100_000),
                   machines("nehalem", "464.h264ref", 200_000)):
         assert state_key(other()) != base
+    with pytest.MonkeyPatch.context() as patch:          # the code that makes the state is in the key too
+        patch.setattr(LP, "state_code", lambda: "0" * 16)
+        assert state_key(machines("nehalem", "464.h264ref", 100_000)()) != base
     fresh = machines("nehalem", "464.h264ref", 600_000)
     _, library = capture_sampled(fresh(), SmartsSpec(units=20), seed=1)
     with pytest.raises(ValueError, match="only the core may"):
@@ -395,6 +400,54 @@ def test_cli_replays_with_workers_and_a_warm_up(tmp_path):
     assert replayed["live_points"]["workers"] == 2 and captured["live_points"]["exact"]
     # the second half's first unit starts from an empty pipeline: every other unit is timed as captured
     assert replayed["cpi"]["mean"] == pytest.approx(captured["cpi"]["mean"], rel=2e-3)
+
+
+def test_a_library_captured_by_other_code_is_another_library_and_listed_stale(tmp_path, monkeypatch):
+    store = tmp_path / "lp"
+    old = Path(json.loads(simulate(store=store).stdout)["sampled"]["live_points"]["library"])
+    assert json.loads((old / "livepoints.json").read_text())["state_code"] == LP.state_code()
+    edited = "0" * 16                                   # as if a kernel's source had changed since the capture
+    monkeypatch.setattr(LP, "state_code", lambda: edited)
+    monkeypatch.setattr("whatif.scenarios.results.livepoint_store.state_code", lambda: edited)
+    again = json.loads(simulate(store=store).stdout)["sampled"]["live_points"]
+    assert again["action"] == "captured" and Path(again["library"]) != old
+    listed = runner.invoke(app, ["live-points", str(store), "--json"])
+    assert {r["name"]: r["stale"] for r in json.loads(listed.stdout)["libraries"]} == \
+        {old.name: True, Path(again["library"]).name: False}
+    shown = " ".join(runner.invoke(app, ["live-points", str(store)], terminal_width=200).stdout.split())
+    assert "1 stale (captured by other code than this whatif's: no run finds it; --remove it)" in shown
+    assert shown.count("(stale)") == 1
+
+
+def test_the_state_code_covers_every_module_a_capture_runs_and_changes_with_any_byte(tmp_path):
+    script = ("import sys\n"
+              "from whatif.simulator.livepoints import capture_sampled\n"
+              "from whatif.simulator.machine import Machine\n"
+              "from whatif.simulator.platform import load_platform\n"
+              "from whatif.simulator.smarts import SmartsSpec\n"
+              "from whatif.simulator.workload import load_workload\n"
+              "m = Machine(load_platform('nehalem', []), load_workload('cint2006/464.h264ref'), 100000, seed=1)\n"
+              "capture_sampled(m, SmartsSpec(units=5), seed=1)\n"
+              "print(' '.join(sorted(getattr(sys.modules[m], '__file__', '') or '' for m in list(sys.modules)\n"
+              "                      if m.startswith('whatif.simulator'))))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    loaded = [Path(f).resolve().relative_to(LP.PACKAGE_ROOT).as_posix() for f in done.stdout.split()]
+    assert "simulator/memory/caches.py" in loaded and "simulator/synth/kernel.py" in loaded
+    uncovered = [f for f in loaded if not any(f == s or f.startswith(s + "/") for s in LP.STATE_SOURCES)]
+    assert uncovered == []
+    copy = tmp_path / "copy"
+    for rel in LP.STATE_SOURCES:
+        src = LP.PACKAGE_ROOT / rel
+        if src.is_dir():
+            shutil.copytree(src, copy / rel, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, copy / rel)
+    assert LP.state_code(copy) == LP.state_code()
+    caches = copy / "simulator/memory/caches.py"
+    text = caches.read_bytes()
+    caches.write_bytes(text.replace(b"C_WAYS)", b"C_WAYS )", 1))
+    assert LP.state_code.__wrapped__(copy) != LP.state_code()
 
 
 @pytest.mark.parametrize("make, fragment", [

@@ -63,6 +63,10 @@ def print_listing(doc: dict) -> None:
     if doc.get("verified"):
         damaged = sum("damaged" in r for r in libraries)
         title += f"; verified: {f'{damaged} damaged' if damaged else 'all sound'}"
+    stale = sum(bool(r.get("stale")) for r in libraries)
+    if stale:
+        title += (f"; {stale} stale (captured by other code than this whatif's: no run finds "
+                  f"{'it' if stale == 1 else 'them'}; --remove {'it' if stale == 1 else 'them'})")
     if unfinished:
         killed = sum(not r["running"] for r in unfinished)
         title += (f"; {_count(len(unfinished), 'unfinished capture', 'unfinished captures')}, "
@@ -80,5 +84,6 @@ def print_listing(doc: dict) -> None:
         if d["segments"] > 1:
             sample += f" ({d['segments']})"
         t.add_row(r["name"], r["workload"] or "", r["platform"] or "", sample, f"{r['units']:,}",
-                  f"{r['bytes'] / 1e6:,.1f}", r["captured"], r["captured_on"].get("core", ""))
+                  f"{r['bytes'] / 1e6:,.1f}", r["captured"] + (" (stale)" if r["stale"] else ""),
+                  r["captured_on"].get("core", ""))
     stdout_console().print(t)

@@ -27,7 +27,7 @@ from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.writer import _staging_name, atomic_write_text, check_room, clean_leftovers, \
     staged_entries, write_refused
 from whatif.simulator.livepoints import MANIFEST as LIVE_MANIFEST
-from whatif.simulator.livepoints import DamagedLibrary, LivePoints, library_id
+from whatif.simulator.livepoints import DamagedLibrary, LivePoints, library_id, state_code
 
 MARKER = "whatif-live-points.json"
 STORE_FORMAT = 1
@@ -124,7 +124,8 @@ class LivePointStore:
         """What the store holds, a dict per library (sorted by name) from its manifest, without mapping its arrays:
         name, workload and platform, the sample's design (U, W, n, S, ...), units, bytes on disk, the core and
         whatif version that captured it, and when (the manifest's time, UTC); a library whose manifest cannot be
-        read is listed with ``damaged`` saying why.  Raises :class:`ScenarioError` when there is no store."""
+        read is listed with ``damaged`` saying why; one captured by other code than this whatif's (its
+        :func:`~simulator.livepoints.state_code`), which no run of this whatif finds, with ``stale``.  Raises :class:`ScenarioError` when there is no store."""
         self._check_store()
         out = []
         for entry in sorted(self.path.iterdir()):
@@ -138,7 +139,8 @@ class LivePointStore:
                            units=sum(c["units"] for c in doc["chains"]), design=design,
                            captured_on={k: about[k] for k in ("core", "whatif_version") if k in about},
                            captured=datetime.fromtimestamp((entry / LIVE_MANIFEST).stat().st_mtime, timezone.utc)
-                           .strftime("%Y-%m-%d %H:%M"), format=doc.get("whatif_live_points"))
+                           .strftime("%Y-%m-%d %H:%M"), format=doc.get("whatif_live_points"),
+                           stale=doc.get("state_code") != state_code())
             except FileNotFoundError:
                 row["damaged"] = f"no {LIVE_MANIFEST}: not a live-point library"
             except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
