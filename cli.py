@@ -303,11 +303,14 @@ def live_points_cmd(store: Path = typer.Argument(..., help="a store of live-poin
                                                                       "(killed) left staged"),
                     verify: bool = typer.Option(False, "--verify", help="read every library and check each record "
                                                                         "against its checksum, as a replay would"),
+                    remove_stale: bool = typer.Option(False, "--remove-stale", help="remove every library captured "
+                                                      "by other code than this whatif's (listed stale)"),
                     as_json: bool = typer.Option(False, "--json", help="print one JSON document")) -> None:
     """List a store's live-point libraries: workload, platform, sample, units, size, what captured them."""
     from whatif.scenarios.commands import live_points as live_points_command
 
-    doc = live_points_command.live_points_command(store, remove or [], prune, verify, progress=not as_json)
+    doc = live_points_command.live_points_command(store, remove or [], prune, verify, progress=not as_json,
+                                                      remove_stale=remove_stale)
     if as_json:
         echo_json(doc)
     else:

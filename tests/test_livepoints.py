@@ -415,8 +415,13 @@ def test_a_library_captured_by_other_code_is_another_library_and_listed_stale(tm
     assert {r["name"]: r["stale"] for r in json.loads(listed.stdout)["libraries"]} == \
         {old.name: True, Path(again["library"]).name: False}
     shown = " ".join(runner.invoke(app, ["live-points", str(store)], terminal_width=200).stdout.split())
-    assert "1 stale (captured by other code than this whatif's: no run finds it; --remove it)" in shown
+    assert "1 stale (captured by other code than this whatif's: no run finds it; --remove-stale removes it)" in shown
     assert shown.count("(stale)") == 1
+    gone = runner.invoke(app, ["live-points", str(store), "--remove-stale", "--json"])
+    assert gone.exit_code == 0, gone.stderr
+    doc = json.loads(gone.stdout)
+    assert [r["name"] for r in doc["removed"]] == [old.name] and not old.exists()
+    assert [r["name"] for r in doc["libraries"]] == [Path(again["library"]).name]
 
 
 def test_the_state_code_covers_every_module_a_capture_runs_and_changes_with_any_byte(tmp_path):

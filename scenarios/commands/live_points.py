@@ -10,11 +10,15 @@ from whatif.scenarios.results.progress import progress_bar
 
 
 def live_points_command(store: Path, remove: list[str], prune: bool, verify: bool = False,
-                        progress: bool = False) -> dict:
+                        progress: bool = False, remove_stale: bool = False) -> dict:
     """The store's libraries and unfinished captures and its file system's free space, after removing the
-    libraries ``remove`` names and, with ``prune``, what killed captures left (``removed``, ``pruned``); with
-    ``verify``, every library read and checked as a replay would (each row ``verified``, or ``damaged``)."""
+    libraries ``remove`` names (and, with ``remove_stale``, every stale one) and, with ``prune``, what killed
+    captures left (``removed``, ``pruned``); with ``verify``, every library read and checked as a replay would
+    (each row ``verified``, or ``damaged``)."""
     lp_store = LivePointStore(store, "live-points")
+    asked = bool(remove) or remove_stale
+    if remove_stale:
+        remove = [*remove, *(row["name"] for row in lp_store.libraries() if row.get("stale"))]
     removed = lp_store.remove(remove) if remove else []
     pruned = lp_store.prune() if prune else []
     libraries = lp_store.libraries()
@@ -24,7 +28,7 @@ def live_points_command(store: Path, remove: list[str], prune: bool, verify: boo
             for row in readable:
                 lp_store.verify(row, advance)
     return {"store": str(store), "libraries": libraries, "unfinished": lp_store.unfinished(),
-            "free_bytes": shutil.disk_usage(store).free, **({"removed": removed} if remove else {}),
+            "free_bytes": shutil.disk_usage(store).free, **({"removed": removed} if asked else {}),
             **({"pruned": pruned} if prune else {}), **({"verified": True} if verify else {})}
 
 
@@ -66,7 +70,7 @@ def print_listing(doc: dict) -> None:
     stale = sum(bool(r.get("stale")) for r in libraries)
     if stale:
         title += (f"; {stale} stale (captured by other code than this whatif's: no run finds "
-                  f"{'it' if stale == 1 else 'them'}; --remove {'it' if stale == 1 else 'them'})")
+                  f"{'it' if stale == 1 else 'them'}; --remove-stale removes {'it' if stale == 1 else 'them'})")
     if unfinished:
         killed = sum(not r["running"] for r in unfinished)
         title += (f"; {_count(len(unfinished), 'unfinished capture', 'unfinished captures')}, "
