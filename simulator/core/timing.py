@@ -431,9 +431,10 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     port_cycle = S[S_PORT_CYCLE]
     port_used = S[S_PORT_USED]
 
+    until = until_cycle if until_cycle >= 0 else np.int64(1 << 62)     # (one comparison per instruction)
     i = start
     while i < stop:
-        if until_cycle >= 0 and last_r >= until_cycle:
+        if last_r >= until:
             break
         # indices known to be non-negative are unsigned: numba wraps every signed index around (a negative
         # one counts from the end), which cost 10 % of the loop's host instructions
@@ -445,7 +446,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         taken = np.int64(taken_a[iu])
         is_load = op == OP_LOAD
         is_store = op == OP_STORE
-        is_ctrl = op == OP_BRANCH or op == OP_JUMP or op == OP_CALL or op == OP_RET
+        is_ctrl = op >= OP_BRANCH           # (OP_BRANCH, OP_JUMP, OP_CALL, OP_RET: the last four ops)
         serial = (flags & FLAG_SERIALIZING) != 0
 
         # ------------------------------------------------------------------ fetch
@@ -480,6 +481,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
 
         # ------------------------------------------------------------------ branch prediction
         pout = 0
+        mispredicted = False
         if is_ctrl:
             pout = predict_control(op, pc, size, taken, target_a[iu], pkind, pshift, bht_mask, ctr_max, ctr_thresh,
                                    hist_mask, btb_sets, btb_ways, ras_n, bht, btb, ras, bp, tage)
@@ -493,16 +495,17 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
                 CT[V.CT_BTB_MISSES] += 1
             if pout & OUT_RAS_MISS:
                 CT[V.CT_RAS_MISPRED] += 1
-        mispredicted = (pout & (OUT_DIR | OUT_TGT)) != 0
-        if mispredicted:
-            CT[V.CT_MISPRED] += 1
-            if pout & OUT_DIR:
-                CT[V.CT_MISPRED_DIR] += 1
-            else:
-                CT[V.CT_MISPRED_TGT] += 1
-        elif (pout & OUT_BTB_MISS) != 0 and taken != 0:
-            redirect = f + BTB_PEN
-            redirect_cause = V.CS_BTB
+            # (inside the transfer's branch: the other instructions skip these tests)
+            mispredicted = (pout & (OUT_DIR | OUT_TGT)) != 0
+            if mispredicted:
+                CT[V.CT_MISPRED] += 1
+                if pout & OUT_DIR:
+                    CT[V.CT_MISPRED_DIR] += 1
+                else:
+                    CT[V.CT_MISPRED_TGT] += 1
+            elif (pout & OUT_BTB_MISS) != 0 and taken != 0:
+                redirect = f + BTB_PEN
+                redirect_cause = V.CS_BTB
 
         # ------------------------------------------------------------------ dispatch
         slot = last_d if d_count < DW else last_d + 1
@@ -602,7 +605,6 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         fq_ptr += 1
         if fq_ptr == FQ:
             fq_ptr = 0
-        CT[V.CT_DISPATCHED] += 1
 
         # ------------------------------------------------------------------ issue
         cls = cfg[U64(K_UNIT_OF_OP + op)]
@@ -770,12 +772,13 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             a = last_r + 1
             if r > a:
                 p = a
-                p = _charge(CS, pre_cause, p, r, seg0)
-                p = _charge(CS, V.CS_ITLB, p, r, seg1)
-                p = _charge(CS, V.CS_ICACHE, p, r, fr)
-                p = _charge(CS, dcause, p, r, d + 1)
-                p = _charge(CS, icause, p, r, e)
                 if a <= e:
+                    # (else every phase before execution, seg0 <= seg1 <= fr <= d + 1 <= e, ended before a)
+                    p = _charge(CS, pre_cause, p, r, seg0)
+                    p = _charge(CS, V.CS_ITLB, p, r, seg1)
+                    p = _charge(CS, V.CS_ICACHE, p, r, fr)
+                    p = _charge(CS, dcause, p, r, d + 1)
+                    p = _charge(CS, icause, p, r, e)
                     # not yet executing when the stall began: its nominal latency would have overlapped
                     # older work had it arrived in time, so it goes to the cause of its late arrival
                     arrival = icause if e > d + 1 else dcause
@@ -849,8 +852,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             if wp > 0:
                 CT[V.CT_WRONG_PATH] += wp
                 CT[V.CT_DISPATCHED] += wp
-        elif (pout & OUT_BTB_MISS) != 0 and taken != 0:
-            need_access = 1
+        # (a BTB miss's redirect needs a new fetch access too: its transfer is taken, which set need_access)
         dst = np.int64(dst_a[iu]) + 1
         udst = U64(dst)
         if dst > 0:
@@ -877,6 +879,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
         seq += 1
         i += 1
 
+    CT[V.CT_DISPATCHED] += i - start        # (every instruction simulated dispatched once; wrong-path ones above)
     CT[V.CT_INSTRUCTIONS] = seq
     CT[V.CT_LOADS] = opcount[OP_LOAD]
     CT[V.CT_STORES] = opcount[OP_STORE]
