@@ -38,3 +38,16 @@ def u8(a):
 @njit(cache=True, inline="always")
 def u64(a):
     return carray(_voidptr(a.ctypes.data), a.shape, np.uint64)
+
+
+@njit(cache=True, inline="always")
+def i16_flat(a):
+    """A C-contiguous array of any shape as one dimension: indexing a row of a two-dimensional view takes its
+    length, a runtime word, where the caller's flat index can use a constant."""
+    return carray(_voidptr(a.ctypes.data), a.size, np.int16)
+
+
+@njit(cache=True, inline="always")
+def i64_flat(a):
+    """As :func:`i16_flat`, for int64."""
+    return carray(_voidptr(a.ctypes.data), a.size, np.int64)

@@ -127,6 +127,7 @@ RING_COLS = 8                  # per cycle: issues, issues per unit class (6), R
 RS_COL = 7
 RS_WORDS = RING // 64          # rs_bits: a bit per ring row, set while the row holds RS releases the cursor
 #                                has not read (the cursor skips the cycles without one, 64 at a time)
+MSHR_WORDS = 3                # an MSHR's words: the cycle it frees, its line, its level word
 MSHR_LEVEL = 15               # an MSHR's level word: the supplying level, and
 MSHR_PREFETCH = 16            # set when a prefetch holds it
 RAT_PENALTY = 3                # [ORM] partial-register merge on Intel Core / Nehalem: 2-3 cycles
@@ -230,13 +231,15 @@ def _split(acc, idx, covered, bound):
 
 @njit(cache=True, inline="always")
 def _ring_row(ring_tag, ring_cnt, t):
-    """The ring row of cycle ``t``, cleared when it still holds an older cycle."""
+    """The ring row of cycle ``t``, cleared when it still holds an older cycle; returns the index of its first
+    count in ``ring_cnt`` (flat: ``RING_COLS`` counts a row)."""
     row = t & (RING - 1)
+    at = row * RING_COLS
     if ring_tag[row] != t:
         ring_tag[row] = t
         for k in range(RING_COLS):
-            ring_cnt[row, k] = 0
-    return row
+            ring_cnt[at + k] = 0
+    return at
 
 
 @njit(cache=True, inline="always")
@@ -247,33 +250,33 @@ def _ooo_issue(ring_tag, ring_cnt, t0, col, occ, iw, ucnt, horizon_end):
     if occ == 1:
         while t <= horizon_end:
             row = t & (RING - 1)
+            at = row * RING_COLS
             if ring_tag[row] != t:
                 ring_tag[row] = t
                 for k in range(RING_COLS):
-                    ring_cnt[row, k] = 0
-                ring_cnt[row, 0] = 1
-                ring_cnt[row, col] = 1
+                    ring_cnt[at + k] = 0
+                ring_cnt[at] = 1
+                ring_cnt[at + col] = 1
                 return t
-            if ring_cnt[row, 0] < iw and ring_cnt[row, col] < ucnt:
-                ring_cnt[row, 0] += 1
-                ring_cnt[row, col] += 1
+            if ring_cnt[at] < iw and ring_cnt[at + col] < ucnt:
+                ring_cnt[at] += 1
+                ring_cnt[at + col] += 1
                 return t
             t += 1
         return t
     while t + occ - 1 <= horizon_end:
         row = t & (RING - 1)
-        ok = ring_tag[row] != t or ring_cnt[row, 0] < iw
+        ok = ring_tag[row] != t or ring_cnt[row * RING_COLS] < iw
         k = 0
         while ok and k < occ:
             rk = (t + k) & (RING - 1)
-            ok = ring_tag[rk] != t + k or ring_cnt[rk, col] < ucnt
+            ok = ring_tag[rk] != t + k or ring_cnt[rk * RING_COLS + col] < ucnt
             k += 1
         if ok:
-            row = _ring_row(ring_tag, ring_cnt, t)
-            ring_cnt[row, 0] += 1
+            at = _ring_row(ring_tag, ring_cnt, t)
+            ring_cnt[at] += 1
             for k in range(occ):
-                rk = _ring_row(ring_tag, ring_cnt, t + k)
-                ring_cnt[rk, col] += 1
+                ring_cnt[_ring_row(ring_tag, ring_cnt, t + k) + col] += 1
             return t
         t += 1
     return t
@@ -302,7 +305,7 @@ def _rs_advance(ring_tag, ring_cnt, rs_bits, cur, rel, upto, first):
         rs_bits[word] &= ~(U64(1) << U64(t & 63))
         row = t & (RING - 1)
         if ring_tag[row] == t:
-            rel += ring_cnt[row, RS_COL]
+            rel += ring_cnt[row * RING_COLS + RS_COL]
             if first:
                 break
     return cur, rel
@@ -316,14 +319,15 @@ def _rs_mark(rs_bits, t):
 
 @njit(cache=True, inline="always")
 def _earliest_mshr(mshr, n):
-    """The MSHR that frees first (the lowest-numbered among equals)."""
+    """The MSHR that frees first (the lowest-numbered among equals): the index of its first word in
+    ``mshr`` (flat: ``MSHR_WORDS`` words an MSHR)."""
     k_best = U64(0)
-    best = mshr[0, 0]
+    best = mshr[0]
     for k in range(U64(1), U64(n)):
-        if mshr[k, 0] < best:
-            best = mshr[k, 0]
+        if mshr[k * U64(MSHR_WORDS)] < best:
+            best = mshr[k * U64(MSHR_WORDS)]
             k_best = k
-    return k_best
+    return k_best * U64(MSHR_WORDS)
 
 
 @njit(cache=True, inline="always")
@@ -354,8 +358,10 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
     fq_ring, reg_ready, reg_partial, reg_wseq = raw.i64(fq_ring), raw.i64(reg_ready), raw.i64(reg_partial), \
         raw.i64(reg_wseq)
     reg_port_from = raw.i64(reg_port_from)
-    ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount = raw.i64(ring_tag), raw.i16(ring_cnt), raw.u64(rs_bits), \
-        raw.i64(ufree), raw.i64(mshr), raw.i64(opcount)
+    # (the two-dimensional ones flat: an index of a row of runtime length took a multiplication by a word from
+    # the stack)
+    ring_tag, ring_cnt, rs_bits, ufree, mshr, opcount = raw.i64(ring_tag), raw.i16_flat(ring_cnt), \
+        raw.u64(rs_bits), raw.i64(ufree), raw.i64_flat(mshr), raw.i64(opcount)
     bht, btb, ras, bp, CT, CS = raw.u8(bht), raw.u64(btb), raw.u64(ras), raw.i64(bp), raw.i64(CT), raw.i64(CS)
     pc_a, op_a, size_a, dst_a, src1_a, src2_a, areg_a = raw.u64(pc_a), raw.u8(op_a), raw.u8(size_a), \
         raw.i8(dst_a), raw.i8(src1_a), raw.i8(src2_a), raw.i8(areg_a)
@@ -689,8 +695,7 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             CT[V.CT_AGI_EVENTS] += 1
         # reservation station entry released at issue (counted at the horizon when issue is beyond it)
         rel_t = e if e <= d + HORIZON else d + HORIZON
-        row = _ring_row(ring_tag, ring_cnt, rel_t)
-        ring_cnt[row, RS_COL] += 1
+        ring_cnt[_ring_row(ring_tag, ring_cnt, rel_t) + RS_COL] += 1
         _rs_mark(rs_bits, rel_t)
 
         # ------------------------------------------------------------------ execute
@@ -709,45 +714,45 @@ def simulate(cfg, lat, S, rob_ring, lq_ring, sq_ring, fq_ring, reg_ready, reg_pa
             xcause = V.CS_DATA0 + lvl
             if lvl == L1D:
                 if mshr_max > tready:
-                    for k in range(U64(NMSHR)):
-                        if mshr[k, 1] == line and mshr[k, 0] > tready:
-                            busy = mshr[k, 0]
-                            if mshr[k, 2] & MSHR_PREFETCH:
+                    for k in range(U64(0), U64(NMSHR * MSHR_WORDS), U64(MSHR_WORDS)):
+                        if mshr[k + U64(1)] == line and mshr[k] > tready:
+                            busy = mshr[k]
+                            if mshr[k + U64(2)] & MSHR_PREFETCH:
                                 CT[V.CT_LATE_PF] += 1
                                 # (an access timed before the prefetch began would have fetched the line itself)
-                                if busy > tready + lat[U64(mshr[k, 2] & MSHR_LEVEL)]:
-                                    busy = tready + lat[U64(mshr[k, 2] & MSHR_LEVEL)]
+                                if busy > tready + lat[U64(mshr[k + U64(2)] & MSHR_LEVEL)]:
+                                    busy = tready + lat[U64(mshr[k + U64(2)] & MSHR_LEVEL)]
                             if busy > done:
                                 done = busy
-                            xcause = V.CS_DATA0 + (mshr[k, 2] & MSHR_LEVEL)
+                            xcause = V.CS_DATA0 + (mshr[k + U64(2)] & MSHR_LEVEL)
                             if is_load:
                                 CT[V.CT_MERGES] += 1
                             break
             elif is_load or dwalloc:
                 k_best = _earliest_mshr(mshr, NMSHR)
                 st = tready
-                if mshr[k_best, 0] > st:
-                    st = mshr[k_best, 0]
+                if mshr[k_best] > st:
+                    st = mshr[k_best]
                     CT[V.CT_MSHR_WAIT] += st - tready
                 # the wait for the channel (or for a line in flight below) runs from the request's readiness,
                 # concurrently with the wait for a fill buffer
                 cw = tready + memport.channel_wait(mv)
                 done = (st if st > cw else cw) + lat[U64(lvl)]
-                mshr[k_best, 0] = done
-                mshr[k_best, 1] = line
-                mshr[k_best, 2] = lvl
+                mshr[k_best] = done
+                mshr[k_best + U64(1)] = line
+                mshr[k_best + U64(2)] = lvl
                 if done > mshr_max:
                     mshr_max = done
             # prefetches the access sent into the L1D: each holds an MSHR until its line arrives
             for j in range(memport.prefetch_count(mv)):
                 pline, plvl, pwait = memport.prefetch_record(mv, j, maddr)
                 k_best = _earliest_mshr(mshr, NMSHR)
-                st = tready if mshr[k_best, 0] <= tready else mshr[k_best, 0]
+                st = tready if mshr[k_best] <= tready else mshr[k_best]
                 cw = tready + pwait
                 pdone = (st if st > cw else cw) + lat[U64(plvl)]
-                mshr[k_best, 0] = pdone
-                mshr[k_best, 1] = pline
-                mshr[k_best, 2] = plvl | MSHR_PREFETCH
+                mshr[k_best] = pdone
+                mshr[k_best + U64(1)] = pline
+                mshr[k_best + U64(2)] = plvl | MSHR_PREFETCH
                 if pdone > mshr_max:
                     mshr_max = pdone
                 CT[V.CT_PF_FILLS] += 1
