@@ -683,7 +683,8 @@ def _prefetch_after_demand(s, page_bits):
         kinds = _cfg(s, c + C_PF_KIND)
         line = _ldu(s, SCR + S_MISSED_LINE + i)
         full = (U64(1) << U64(_cfg(s, c + C_NSECT))) - U64(1)
-        page_lines = U64(1) << U64(max(page_bits - _cfg(s, c + C_LINE_BITS), 0))
+        page_line_bits = U64(max(page_bits - _cfg(s, c + C_LINE_BITS), 0))
+        page_lines = U64(1) << page_line_bits
         for j in range(2 + _cfg(s, c + C_PF_DEGREE)):
             if j == 0:
                 if (kinds & PF_ADJACENT_SECTOR) == 0:
@@ -697,7 +698,7 @@ def _prefetch_after_demand(s, page_bits):
                 if (kinds & (PF_NEXT_LINE | PF_TAGGED)) == 0:
                     break
                 target = line + U64(j - 1)
-                if target // page_lines != line // page_lines:
+                if (target >> page_line_bits) != (line >> page_line_bits):     # (shifts: a division is slow)
                     break
             prefetch_line(s, lvl, target, full)
 
@@ -767,9 +768,11 @@ def train_streamer(s, lvl, line):
     line on, never more than ``C_ST_DIST`` lines ahead of the request nor out of the region, and never behind
     it.  A step the other way turns the entry round unconfirmed."""
     c = C0 + lvl * NCOL
-    per = I64(1) << (ST_PAGE_BITS - _cfg(s, c + C_LINE_BITS))
-    key = I64(line) // per + 1
-    within = I64(line) % per
+    region_bits = ST_PAGE_BITS - _cfg(s, c + C_LINE_BITS)
+    per = I64(1) << region_bits
+    # (a shift and a mask, not // and %: numba's signed floor division is a slow idiv and sign fixups)
+    key = I64(line >> U64(region_bits)) + 1
+    within = I64(line) & (per - 1)
     n = _cfg(s, c + C_ST_N)
     t0 = _cfg(s, c + C_ST0)
     ends = t0 + ST_WORDS * n
