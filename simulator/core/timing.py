@@ -121,6 +121,9 @@ from whatif.simulator.memory import kernel as MK
 from whatif.simulator.memory import state as MS
 
 U64 = np.uint64
+# the loop tells a control transfer by op >= OP_BRANCH: the transfers must be the last ops
+assert (OP_BRANCH, OP_JUMP, OP_CALL, OP_RET) == tuple(range(OP_BRANCH, len(isa.OP_NAMES)))
+
 RING = 1 << 15                 # issue-reservation ring (cycles)
 HORIZON = RING // 2            # reservations are tracked this many cycles beyond dispatch
 RING_COLS = 8                  # per cycle: issues, issues per unit class (6), RS releases
