@@ -125,7 +125,8 @@ class LivePointStore:
         name, workload and platform, the sample's design (U, W, n, S, ...), units, bytes on disk, the core and
         whatif version that captured it, and when (the manifest's time, UTC); a library whose manifest cannot be
         read is listed with ``damaged`` saying why; one captured by other code than this whatif's (its
-        :func:`~simulator.livepoints.state_code`), which no run of this whatif finds, with ``stale``.  Raises :class:`ScenarioError` when there is no store."""
+        :func:`~simulator.livepoints.state_code`), which no run of this whatif finds, with ``stale``.  Raises
+        :class:`ScenarioError` when there is no store."""
         self._check_store()
         out = []
         for entry in sorted(self.path.iterdir()):

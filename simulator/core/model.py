@@ -119,7 +119,7 @@ def new_state(cfg: np.ndarray) -> CoreState:
         reg_ready=reg_ready, reg_partial=reg_partial, reg_wseq=reg_wseq, reg_port_from=reg_port_from,
         ring_tag=np.full(TM.RING, -1, np.int64), ring_cnt=np.zeros((TM.RING, TM.RING_COLS), np.int16),
         rs_bits=np.zeros(TM.RS_WORDS, np.uint64), ufree=np.zeros((TM.NUNIT, TM.MAX_UNIT_COUNT), np.int64),
-        mshr=np.zeros((cfg[TM.K_MSHRS], 3), np.int64), opcount=np.zeros(len(OP_NAMES), np.int64))
+        mshr=np.zeros((cfg[TM.K_MSHRS], TM.MSHR_WORDS), np.int64), opcount=np.zeros(len(OP_NAMES), np.int64))
 
 
 class Core:
