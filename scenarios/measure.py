@@ -1,5 +1,5 @@
 """What the study kinds that simulate workloads share: the ``[simulate]`` table, its up-front checks, the
-kernels loaded under a status line, and every run of a study through :func:`simulator.collect.simulate_one`.
+kernels loaded up front, and every run of a study through :func:`simulator.collect.simulate_one`.
 
 Seeds: a run's ``program_seed`` fixes binary and input, its ``seed`` (the replicate seed) page placement,
 timer phase and OS noise (``whatif.scenarios.scenario``).
@@ -11,16 +11,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt, PositiveInt, field_validator
 
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.kernels import load_kernels
 from whatif.scenarios.results.livepoint_store import LivePointStore
-from whatif.scenarios.results.progress import progress_bar, status
+from whatif.scenarios.results.progress import progress_bar
 from whatif.simulator.collect import (CollectSpec, check_sample, check_sampling_feasible, live_point_library,
                                       simulate_one)
 from whatif.simulator.errors import SimulatorInputError
-from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.platform import load_platform
 from whatif.simulator.sampling import Sampling
 from whatif.simulator.smarts import SmartsSpec
@@ -106,12 +105,15 @@ def live_point_store(spec: SimulateSpec, source: str, base_dir: Path) -> LivePoi
     return LivePointStore(base_dir / spec.live_points, where)
 
 
-def compile_kernels(progress: bool) -> None:
-    """Load the numba kernels (compiling them on the very first run, which takes about a minute)
-    under a status line, so that the first run does not look stuck."""
-    empty = np.zeros(0, np.uint64)
-    with status("whatif: loading the simulation kernels (compiled once, then cached)", enabled=progress):
-        MemoryHierarchy(load_platform("mpc7447a")).run(empty, empty.astype(np.uint16), empty.astype(np.uint8))
+def load_run_kernels(ctx, predictor: str | None = None, sampled: bool = False) -> None:
+    """Load (on the first run: compile) the kernels the study's runs call
+    (:func:`whatif.scenarios.kernels.load_kernels`): the core's for every platform configuration among them,
+    the synthesiser's on the first run's workload."""
+    if not ctx.runs:
+        return
+    configs = {repr((run.platform, run.overrides)): (run.platform, run.overrides) for run in ctx.runs}
+    load_kernels(ctx.progress, [load_platform(name, overrides) for name, overrides in configs.values()], predictor,
+                 sampled, workload=ctx.runs[0].workload, seed=ctx.runs[0].program_seed)
 
 
 def simulate_runs(ctx, spec: SimulateSpec, sensitivity: tuple[Sampling, ...] = ()) -> list[dict]:
@@ -119,7 +121,7 @@ def simulate_runs(ctx, spec: SimulateSpec, sensitivity: tuple[Sampling, ...] = (
     ``sensitivity``: further counter schedules (simulated seconds) read over each run's first PMU run.  With
     ``live_points``, the runs that share a library (their configurations differ in the core alone) run after
     the first of them, which captures it when the store has none: they replay it."""
-    compile_kernels(ctx.progress)
+    load_run_kernels(ctx, spec.predictor, sampled=spec.sample is not None)
     collect = replace(spec.collect_spec(), sensitivity=tuple(sensitivity))
     store = live_point_store(spec, ctx.source, ctx.base_dir)
     shared = (collect, None if store is None else store.path)

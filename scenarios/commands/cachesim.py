@@ -11,19 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from whatif.scenarios.results.progress import progress_bar, status
+from whatif.scenarios.kernels import load_kernels
+from whatif.scenarios.results.progress import progress_bar
 from whatif.simulator.memory.hierarchy import MemoryHierarchy
 from whatif.simulator.platform import load_platform
 from whatif.simulator.traces import TraceFile
-
-def load_kernels(hierarchy: MemoryHierarchy, progress: bool) -> None:
-    """Load the numba kernels (compiling them on the very first run, about a minute) under a status line,
-    so that the first run does not look stuck: an empty trace run changes nothing."""
-    empty = np.zeros(0, np.uint64)
-    with status("whatif: loading the simulation kernels (compiled once, then cached)", enabled=progress):
-        hierarchy.run(empty, empty.astype(np.uint16), empty.astype(np.uint8))
 
 
 def cachesim_command(trace_path: Path, platform_name: str, overrides: list[str], fmt: str,
@@ -33,8 +25,8 @@ def cachesim_command(trace_path: Path, platform_name: str, overrides: list[str],
     records = 0
     with TraceFile(trace_path, fmt) as trace:
         chunks = trace.chunks()                          # reading starts now, while the kernels load
+        load_kernels(progress, trace=platform)
         hierarchy = MemoryHierarchy(platform, seed=seed)
-        load_kernels(hierarchy, progress)
         # progress in records when the file states its count (.wtr), else in bytes of text read
         label = "simulating accesses" if trace.records is not None else "simulating (bytes of trace read)"
         with progress_bar(trace.total, label, enabled=progress) as advance:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from whatif.scenarios.kernels import load_kernels
 from whatif.scenarios.render.profile import add_report, method_table, sqlite_bytes
 from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.progress import status
@@ -25,6 +26,7 @@ def profile_command(platform_name: str, workload: str, instructions: int, warmup
     check_results_target(out)
     platform = load_platform(platform_name, overrides)
     load_workload(workload)                     # an unknown name fails now, listing the known ones
+    load_kernels(progress, [platform], workload=workload, seed=seed)
     with status(f"whatif profile: {workload} on {platform.name}", enabled=progress):
         run = collect_profile(platform, workload, instructions, warmup=warmup, sample_every=sample_every,
                               program_seed=seed, replicate_seed=seed, workload_name=workload)

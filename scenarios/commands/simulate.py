@@ -7,7 +7,8 @@ import time
 from pydantic import ValidationError
 
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.measure import SimulateSpec, compile_kernels
+from whatif.scenarios.kernels import load_kernels
+from whatif.scenarios.measure import SimulateSpec
 from whatif.scenarios.render.simulate import add_report, simulate_figures, simulate_tables
 from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.livepoint_store import LivePointStore
@@ -53,7 +54,7 @@ def simulate_command(platform_name: str, workload: str, instructions: int, overr
     if workers > 1 and store is None and (collect.sample is None or collect.sample.segments == 1):
         raise ScenarioError(f"--workers {workers} runs the segments of a sampled run side by side: give them with "
                             f"--sample smarts:U,W,N,S (S >= 2 segments), or replay its units with --live-points")
-    compile_kernels(progress)
+    load_kernels(progress, [platform], sampled=collect.sample is not None, workload=workload, seed=seed)
     total = (collect.warmup + collect.instructions) * pmu_run_count(platform, collect.pmu)
     with progress_bar(total, f"simulate {workload} on {platform.name}", enabled=progress) as advance:
         res = simulate_one(platform, workload, collect, program_seed=seed, replicate_seed=seed, on_retired=advance,

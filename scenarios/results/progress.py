@@ -1,12 +1,15 @@
-"""Progress on stderr: a bar for work of known size, a status line for work of unknown size.
+"""Progress on stderr: a bar for work of known size, a status line for work of unknown size, and a bar over
+steps whose durations are only estimated (compiling the kernels).
 
-Both are no-ops when disabled (``--json`` runs, tests), so callers never branch on it.
+All are no-ops when disabled (``--json`` runs, tests), so callers never branch on it.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 
 class Advance:
@@ -53,3 +56,66 @@ def status(label: str, enabled: bool = True) -> Iterator[Callable[[str], None]]:
 
     with Console(stderr=True).status(label) as st:
         yield lambda msg: st.update(f"{label}: {msg}")
+
+
+def run_steps(steps: Sequence[tuple[str, float, Callable[[], object]]], description: str, enabled: bool = True,
+              delay: float = 0.5, console=None) -> list[float]:
+    """Run ``steps`` -- (label, estimated seconds, callable) -- in order; returns each one's seconds.
+
+    Work that reports no progress of its own (a numba compilation) gets a bar whose units are the estimated
+    seconds: within a step it moves with the clock, up to just short of the step's estimate, and it jumps to
+    the step's end when the step returns; the time left is then the rest of the estimates, and grows while a
+    step overruns its own.  The bar appears only once the steps have run ``delay`` seconds, so steps that
+    finish sooner (kernels loaded from the cache) show nothing.  ``console``: rich's, default stderr's."""
+    total = sum(est for _, est, _ in steps)
+    seconds: list[float] = []
+    bar = None
+    if enabled and total > 0:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        console = console or Console(stderr=True)
+        if console.is_terminal:
+            bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeRemainingColumn(),
+                           console=console, transient=True)
+    if bar is None:
+        for _, _, fn in steps:
+            t0 = time.perf_counter()
+            fn()
+            seconds.append(time.perf_counter() - t0)
+        return seconds
+    task = bar.add_task(description, total=total)
+    current = (0.0, 0.0, time.perf_counter(), "")        # units before the step, its estimate, its start, label
+    finished = threading.Event()
+
+    def tick() -> None:
+        if finished.wait(delay):
+            return
+        bar.start()
+        while not finished.is_set():
+            before, est, t0, label = current
+            bar.update(task, completed=before + step_position(time.perf_counter() - t0, est),
+                       description=f"{description}: {label}")
+            finished.wait(0.1)
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        before = 0.0
+        for label, est, fn in steps:
+            current = (before, est, time.perf_counter(), label)
+            fn()
+            seconds.append(time.perf_counter() - current[2])
+            before += est
+    finally:
+        finished.set()
+        ticker.join()
+        if bar.live.is_started:
+            bar.stop()
+    return seconds
+
+
+def step_position(elapsed: float, estimate: float) -> float:
+    """Where a running step's bar stands after ``elapsed`` seconds of its ``estimate``: with the clock, but
+    never past 95 % of the estimate (the step has not ended)."""
+    return min(max(elapsed, 0.0), 0.95 * estimate)

@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.measure import compile_kernels
+from whatif.scenarios.kernels import load_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.cachesim import (headline, headline_table, miss_ratio_figure, mpka_figure, run_tables, side_by_side,
                                               trace_summary)
@@ -127,7 +127,7 @@ class CachesimStudy(StudyKind):
         except SimulatorInputError as exc:
             raise ScenarioError(f"{ctx.source}: trace: {exc}") from None
         summary = trace_summary(trace)
-        compile_kernels(ctx.progress)
+        load_kernels(ctx.progress, trace=load_platform(ctx.runs[0].platform) if ctx.runs else None)
         runs_out = []
         total_seconds = 0.0
         with progress_bar(len(trace) * len(ctx.runs), "cachesim", enabled=ctx.progress) as advance:

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
 from whatif.models.flowgsp import FlowGSP
 from whatif.models.flowgsp.profile_db import efg_from_tables
-from whatif.scenarios.measure import check_workloads, compile_kernels
+from whatif.scenarios.measure import check_workloads, load_run_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.flowgsp import (SEED_LARGE_PAGES, SEED_PATTERNS, add_study_report, comparison_row,
                                              pattern_table, pattern_text, top_sequences)
@@ -88,7 +88,7 @@ class FlowGSPStudy(StudyKind):
 
     def run(self, ctx) -> StudyOutput:
         spec = self.spec["flowgsp"]
-        compile_kernels(ctx.progress)
+        load_run_kernels(ctx)
         shared = {"spec": spec.model_dump()}
         with progress_bar(len(ctx.runs), "profiling", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(profile_item, ctx.runs, shared=shared, progress=advance, units=1,

@@ -61,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from whatif.models.errors import ModelInputError
 from whatif.models.regression import ModelInputWarning, RegressionStudy
 from whatif.scenarios.errors import ScenarioError
-from whatif.scenarios.measure import compile_kernels
+from whatif.scenarios.measure import load_run_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.regression import SEED_EXCLUDE, build_output, h_min_table
 from whatif.scenarios.results.progress import progress_bar
@@ -216,7 +216,7 @@ class RegressionStudyKind(StudyKind):
 
     def run(self, ctx) -> StudyOutput:
         spec = self.spec["regression"]
-        compile_kernels(ctx.progress)
+        load_run_kernels(ctx)
         workers = spec.workers or _cores()
         started = time.perf_counter()
         h_min = self._min_heaps(ctx, spec, workers)

@@ -1,6 +1,6 @@
 """What a first run pays to compile the numba kernels, and what a later run pays to load them.
 
-    python tests/benchmarks/bench_compile.py [--only simulate,cachesim,gc,traces]
+    python tests/benchmarks/bench_compile.py [--only simulate,cachesim,gc,traces] [--steps]
 
 Each group runs in a fresh process with an empty ``NUMBA_CACHE_DIR`` (cold: everything it calls is
 compiled, as on a fresh install or a fresh clone's test run), then in a second fresh process on the cache
@@ -17,6 +17,11 @@ another checkout).
 
 The groups are ``tests/kernel_groups.py``'s, the calls the test suite compiles once per run; ``--tree``
 runs this checkout's calls against another checkout's package.
+
+``--steps`` times instead, cold, the steps a command loads its kernels in before it runs
+(``scenarios/kernels.py``), as ``whatif simulate --sample`` on Nehalem and on the MPC7447A and ``whatif
+cachesim`` run them (a fresh process and an empty cache each), beside the estimates the bar shows when this
+machine has no record of its own (``kernels.DEFAULT_SECONDS``).
 """
 
 from __future__ import annotations
@@ -46,16 +51,49 @@ def run(group: str, cache: str, tree: Path) -> float:
     return float(out.stdout.split()[-1])
 
 
+#: the commands whose kernel steps ``--steps`` times: kernels.kernel_steps arguments
+STEP_RUNS = {"simulate --sample, nehalem":
+             "kernel_steps([load_platform('nehalem')], sampled=True, workload='464.h264ref')",
+             "simulate --sample, mpc7447a": "kernel_steps([load_platform('mpc7447a')], sampled=True)",
+             "cachesim": "kernel_steps(trace=load_platform('mpc7447a'))"}
+
+
+def run_steps(call: str, cache: str, tree: Path) -> list[tuple[str, float]]:
+    code = ("import sys, time\nsys.path[:0] = [%r]\nfrom whatif.scenarios.kernels import kernel_steps\n"
+            "from whatif.simulator.platform import load_platform\n"
+            "for name, fn in %s:\n    t = time.perf_counter(); fn(); print(name, '=', time.perf_counter() - t)\n"
+            % (str(tree.parent), call))
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return [(name, float(s)) for name, _, s in (line.rpartition(" = ") for line in out.stdout.splitlines())]
+
+
+def main_steps(tree: Path) -> None:
+    from whatif.scenarios.kernels import DEFAULT_SECONDS
+
+    print(f"{'command':28s} {'step':38s} {'cold s':>8s}   estimate without a record (kernels.DEFAULT_SECONDS)")
+    for command, call in STEP_RUNS.items():
+        with tempfile.TemporaryDirectory() as cache:
+            for name, seconds in run_steps(call, cache, tree):
+                print(f"{command:28s} {name:38s} {seconds:8.1f}   {DEFAULT_SECONDS.get(name, float('nan')):8.1f}",
+                      flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups")
     ap.add_argument("--tree", type=Path, default=ROOT, help="another checkout to time (for the anchors)")
+    ap.add_argument("--steps", action="store_true", help="time the kernel steps of whatif simulate and cachesim")
     args = ap.parse_args()
     print(f"{'group':10s} {'cold s':>8s} {'warm s':>8s}   anchor cold / warm (24412be)")
     with tempfile.TemporaryDirectory() as links:
         # the package is imported as ``whatif``: a temporary directory's whatif points at the tree
         tree = Path(links) / "whatif"
         tree.symlink_to(args.tree.resolve())
+        if args.steps:
+            sys.path.insert(0, links)
+            main_steps(tree)
+            return
         for group in args.only.split(","):
             with tempfile.TemporaryDirectory() as cache:
                 cold = run(group, cache, tree)

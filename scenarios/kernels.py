@@ -1,0 +1,130 @@
+"""Loading the simulator's numba kernels before a command runs, exactly those it will call.
+
+The first run after an install or an upgrade compiles them: about a minute and a half for ``whatif simulate``
+on the 2-core CI host (the core's timing kernel alone 70 s), under a bar with the time left
+(:func:`~whatif.scenarios.results.progress.run_steps`).  Its estimates are the seconds each step took when
+it last compiled on this machine (recorded in :data:`ESTIMATES_FILE` beside numba's cache), else the
+figures in :data:`DEFAULT_SECONDS`.  Later runs load the kernels from numba's cache in well under a second,
+and no bar shows.  Compiling up front also keeps compilation out of the run itself: out of its progress
+bar's time left and out of the simulation rate it reports.
+
+Modules of the core and the synthesiser are imported only when a step needs them (``whatif cachesim``
+loads the address-trace kernel alone, and its start-up counts).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.results.progress import run_steps
+from whatif.simulator.memory import kernel as MK
+from whatif.simulator.memory.hierarchy import MemoryHierarchy
+from whatif.simulator.platform import Platform
+
+DESCRIPTION = "whatif: compiling kernels (first run only)"
+ESTIMATES_FILE = "whatif_compile_seconds.json"
+COMPILED_SECONDS = 1.0        # a step this long compiled (loading a kernel from the cache takes milliseconds)
+# seconds each step took with an empty numba cache as the first of its kind (the first core flavour compiles
+# the memory hierarchy's functions, which a second one reuses) on the 2-core AMD EPYC CI host, 2026-12-01;
+# tests/benchmarks/bench_compile.py --steps measures them again beside these
+DEFAULT_SECONDS = {
+    "synthesiser": 6.8,
+    "core timing (TAGE predictor)": 76.4,
+    "core timing": 73.2,
+    "functional warming (TAGE predictor)": 36.1,
+    "functional warming": 34.4,
+    "address-trace kernel": 42.8,
+}
+FALLBACK_SECONDS = 30.0       # a step with no figure at all
+
+
+def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = None, sampled: bool = False,
+                 workload: str | None = None, seed: int = 0,
+                 trace: Platform | None = None) -> list[tuple[str, Callable[[], object]]]:
+    """The steps that load the kernels a command calls, (name, callable), each name once: the synthesiser's
+    (with a ``workload``, on the first platform's ISA, with the run's program ``seed``), the core's timing
+    kernel for each predictor flavour among ``platforms`` (``predictor``: the runs' override), with
+    ``sampled`` the functional-warming kernels too, and with a ``trace`` platform the address-trace kernel
+    of ``whatif cachesim``.  Each step calls its kernel on nothing, which changes no state."""
+    platforms = list(platforms)
+    steps: dict[str, Callable[[], object]] = {}
+    if workload is not None and platforms:
+        steps["synthesiser"] = lambda: _synthesise(workload, platforms[0].isa, seed)
+    if platforms:
+        from whatif.simulator.core.model import Core
+        from whatif.simulator.core.predictors import P_TAGE
+        from whatif.simulator.isa import InstrBlock
+
+        for platform in platforms:
+            core = Core(platform, MemoryHierarchy(platform), predictor=predictor)
+            # (the kernels are compiled apart for TAGE: predictors.predict_control)
+            flavour = " (TAGE predictor)" if core.predictor_config.kind == P_TAGE else ""
+            steps.setdefault(f"core timing{flavour}", lambda core=core: core.run(InstrBlock.empty(0)))
+            if sampled:
+                steps.setdefault(f"functional warming{flavour}", lambda core=core: (
+                    core.warm(InstrBlock.empty(0)), core.warm_caches(InstrBlock.empty(0))))
+    if trace is not None:
+        empty = np.zeros(0, np.uint64)
+        steps["address-trace kernel"] = lambda: MemoryHierarchy(trace).run(empty, empty.astype(np.uint16),
+                                                                           empty.astype(np.uint8))
+    return list(steps.items())
+
+
+def load_kernels(progress: bool, platforms: Iterable[Platform] = (), predictor: str | None = None,
+                 sampled: bool = False, workload: str | None = None, seed: int = 0,
+                 trace: Platform | None = None) -> None:
+    """Load (on the first run: compile) the kernels of :func:`kernel_steps`, under a bar with the time left
+    when ``progress``; the seconds of the steps that compiled are recorded as this machine's estimates."""
+    steps = kernel_steps(platforms, predictor, sampled, workload, seed, trace)
+    if not steps:
+        return
+    path = estimates_path()
+    known = read_estimates(path)
+    seconds = run_steps([(name, known.get(name, DEFAULT_SECONDS.get(name, FALLBACK_SECONDS)), fn)
+                         for name, fn in steps], DESCRIPTION, enabled=progress)
+    compiled = {name: round(s, 1) for (name, _), s in zip(steps, seconds) if s >= COMPILED_SECONDS}
+    if compiled:
+        write_estimates(path, {**known, **compiled})
+
+
+def estimates_path() -> Path:
+    """This machine's record, in numba's cache directory of the memory kernels (every command loads them)."""
+    return Path(MK.run_trace.stats.cache_path) / ESTIMATES_FILE
+
+
+def read_estimates(path: Path) -> dict[str, float]:
+    """The recorded seconds by step; nothing when the file is missing or is not one whatif wrote."""
+    try:
+        doc = json.loads(path.read_text())
+        return {str(k): float(v) for k, v in doc["whatif_compile_seconds"].items() if float(v) > 0}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def write_estimates(path: Path, seconds: dict[str, float]) -> None:
+    """Record the seconds by step (atomically; a foreign file at ``path`` is left alone).  Best effort: a
+    cache directory that cannot be written only loses the estimates."""
+    from whatif.scenarios.results.writer import atomic_write_text
+
+    try:
+        atomic_write_text(path, json.dumps({"whatif_compile_seconds": seconds}, indent=1, sort_keys=True) + "\n",
+                          is_ours=lambda p: bool(read_estimates(p)))
+    except (OSError, ScenarioError):
+        pass
+
+
+def _synthesise(workload: str, isa: str, seed: int) -> None:
+    """The synthesiser's kernels (the program's construction and both walkers) on a throwaway synthesiser;
+    the static program it builds (for the run's seed) is the one the run reuses."""
+    from whatif.simulator.isa import InstrBlock
+    from whatif.simulator.synth import Synthesizer
+    from whatif.simulator.workload import load_workload
+
+    synth = Synthesizer(load_workload(workload), isa, seed=seed, instructions=2)
+    synth.fill(InstrBlock.empty(1))
+    synth.skip(1)

@@ -1,0 +1,139 @@
+"""Loading the kernels a command calls before it runs (scenarios/kernels.py) under a bar with the time left
+(scenarios/results/progress.run_steps)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import threading
+
+import pytest
+from rich.console import Console
+
+from whatif.scenarios import kernels
+from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.results.progress import run_steps, step_position
+from whatif.scenarios.results.writer import atomic_write_text
+from whatif.simulator.core import timing as TM
+from whatif.simulator.core import warming as WM
+from whatif.simulator.memory import kernel as MK
+from whatif.simulator.platform import load_platform
+from whatif.simulator.synth import kernel as SK
+
+
+def test_the_steps_name_each_kernel_flavour_once_in_order():
+    nehalem, westmere, g4 = (load_platform(n) for n in ("nehalem", "westmere", "mpc7447a"))
+    names = [name for name, _ in kernels.kernel_steps([nehalem, westmere, g4], sampled=True, workload="429.mcf",
+                                                      trace=g4)]
+    assert names == ["synthesiser", "core timing (TAGE predictor)", "functional warming (TAGE predictor)",
+                     "core timing", "functional warming", "address-trace kernel"]
+    # the runs' predictor override decides the flavour; no sample, no warming; no workload, no synthesiser
+    assert [n for n, _ in kernels.kernel_steps([nehalem], predictor="gshare")] == ["core timing"]
+    assert [n for n, _ in kernels.kernel_steps([g4], predictor="tage")] == ["core timing (TAGE predictor)"]
+    assert kernels.kernel_steps() == []
+    assert set(kernels.DEFAULT_SECONDS) == {"synthesiser", "core timing (TAGE predictor)", "core timing",
+                                            "functional warming (TAGE predictor)", "functional warming",
+                                            "address-trace kernel"}
+
+
+def _spy(monkeypatch, module, name: str, calls: list) -> None:
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        calls.append((name, args, kwargs))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(module, name, spy)
+
+
+def test_each_step_calls_its_kernel_flavour_on_nothing(monkeypatch):
+    calls: list = []
+    for module, name in ((TM, "simulate"), (WM, "warm"), (WM, "warm_caches"), (SK, "walk"), (SK, "skip_walk"),
+                         (MK, "run_trace")):
+        _spy(monkeypatch, module, name, calls)
+    nehalem, g4 = load_platform("nehalem"), load_platform("mpc7447a")
+    steps = dict(kernels.kernel_steps([nehalem, g4], sampled=True, workload="462.libquantum", trace=g4))
+    for name, fn in steps.items():
+        calls.clear()
+        fn()
+        called = [c[0] for c in calls]
+        if name.startswith("core timing"):
+            assert called == ["simulate"]
+            args = calls[0][1]
+            # (..., start, stop, until, records[, tage]): start == stop == 0, nothing simulated; the TAGE flavour
+            # passes its flag, the other leaves it out
+            assert args[-5:-3] == (0, 0) if name.endswith("(TAGE predictor)") else args[-4:-2] == (0, 0)
+            assert (args[-1] is True) == name.endswith("(TAGE predictor)")
+        elif name.startswith("functional warming"):
+            assert called == ["warm", "warm_caches"]
+            assert (calls[0][1][-1] is True) == name.endswith("(TAGE predictor)")
+        elif name == "synthesiser":
+            assert "walk" in called and "skip_walk" in called
+        else:
+            assert called == ["run_trace"] and len(calls[0][1][2]) == 0            # an empty trace
+
+
+def test_load_kernels_estimates_from_this_machines_record_and_records_what_compiled(tmp_path, monkeypatch):
+    path = tmp_path / kernels.ESTIMATES_FILE
+    monkeypatch.setattr(kernels, "estimates_path", lambda: path)
+    kernels.write_estimates(path, {"core timing": 50.0})
+    seen = {}
+
+    def fake_run_steps(steps, description, enabled):
+        seen["estimates"] = {name: est for name, est, _ in steps}
+        return [31.0, 0.02]                  # the first step compiled, the second loaded from the cache
+    monkeypatch.setattr(kernels, "run_steps", fake_run_steps)
+    g4 = load_platform("mpc7447a")
+    kernels.load_kernels(False, [g4], trace=g4)
+    assert seen["estimates"] == {"core timing": 50.0,
+                                 "address-trace kernel": kernels.DEFAULT_SECONDS["address-trace kernel"]}
+    assert kernels.read_estimates(path) == {"core timing": 31.0}
+    assert json.loads(path.read_text()) == {"whatif_compile_seconds": {"core timing": 31.0}}
+
+
+def test_estimates_in_a_file_whatif_did_not_write_are_ignored_and_the_file_kept(tmp_path):
+    path = tmp_path / kernels.ESTIMATES_FILE
+    path.write_text('{"core timing": 1}\n')
+    assert kernels.read_estimates(path) == {}
+    kernels.write_estimates(path, {"core timing": 12.0})
+    assert path.read_text() == '{"core timing": 1}\n'
+    with pytest.raises(ScenarioError):                # (what write_estimates swallows: the file is refused)
+        atomic_write_text(path, "{}", is_ours=lambda p: bool(kernels.read_estimates(p)))
+
+
+def test_step_position_moves_with_the_clock_and_stops_short_of_the_estimate():
+    assert step_position(3.0, 10.0) == 3.0
+    assert step_position(9.9, 10.0) == pytest.approx(9.5)
+    assert step_position(40.0, 10.0) == pytest.approx(9.5)
+    assert step_position(-1.0, 10.0) == 0.0
+
+
+def test_run_steps_runs_them_in_order_and_returns_their_seconds():
+    order = []
+    seconds = run_steps([("a", 5.0, lambda: order.append("a")), ("b", 7.0, lambda: order.append("b"))], "x",
+                        enabled=False)
+    assert order == ["a", "b"] and len(seconds) == 2 and all(s >= 0 for s in seconds)
+
+
+def test_run_steps_shows_the_running_step_and_the_time_left_on_a_terminal():
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    time_left = re.compile(r"compiling: first step.*0:1[01]:\d\d")        # about 11 minutes of estimates left
+    drawn = threading.Event()
+
+    def first_step():
+        for _ in range(400):                 # (bounded: the bar redraws every 0.1 s)
+            if time_left.search(out.getvalue()):
+                drawn.set()
+                return
+            drawn.wait(0.05)
+    run_steps([("first step", 600.0, first_step), ("second", 60.0, lambda: None)], "compiling", delay=0.0,
+              console=console)
+    assert drawn.is_set()
+
+
+def test_run_steps_draws_nothing_for_steps_done_within_the_delay():
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120)
+    seconds = run_steps([("a", 60.0, lambda: None)], "compiling", delay=60.0, console=console)
+    assert out.getvalue() == "" and len(seconds) == 1
