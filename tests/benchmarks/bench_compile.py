@@ -85,7 +85,6 @@ def main() -> None:
     ap.add_argument("--tree", type=Path, default=ROOT, help="another checkout to time (for the anchors)")
     ap.add_argument("--steps", action="store_true", help="time the kernel steps of whatif simulate and cachesim")
     args = ap.parse_args()
-    print(f"{'group':10s} {'cold s':>8s} {'warm s':>8s}   anchor cold / warm (24412be)")
     with tempfile.TemporaryDirectory() as links:
         # the package is imported as ``whatif``: a temporary directory's whatif points at the tree
         tree = Path(links) / "whatif"
@@ -94,6 +93,7 @@ def main() -> None:
             sys.path.insert(0, links)
             main_steps(tree)
             return
+        print(f"{'group':10s} {'cold s':>8s} {'warm s':>8s}   anchor cold / warm (24412be)")
         for group in args.only.split(","):
             with tempfile.TemporaryDirectory() as cache:
                 cold = run(group, cache, tree)
