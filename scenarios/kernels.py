@@ -38,19 +38,23 @@ DEFAULT_SECONDS = {
     "core timing": 73.2,
     "functional warming (TAGE predictor)": 36.1,
     "functional warming": 34.4,
+    "garbage collector (mark-sweep)": 48.9,
+    "garbage collector (copying)": 24.2,
     "address-trace kernel": 42.8,
 }
 FALLBACK_SECONDS = 30.0       # a step with no figure at all
 
 
 def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = None, sampled: bool = False,
-                 workload: str | None = None, seed: int = 0,
-                 trace: Platform | None = None) -> list[tuple[str, Callable[[], object]]]:
+                 workload: str | None = None, seed: int = 0, trace: Platform | None = None,
+                 collectors: Iterable[str] = ()) -> list[tuple[str, Callable[[], object]]]:
     """The steps that load the kernels a command calls, (name, callable), each name once: the synthesiser's
     (with a ``workload``, on the first platform's ISA, with the run's program ``seed``), the core's timing
     kernel for each predictor flavour among ``platforms`` (``predictor``: the runs' override), with
-    ``sampled`` the functional-warming kernels too, and with a ``trace`` platform the address-trace kernel
-    of ``whatif cachesim``.  Each step calls its kernel on nothing, which changes no state."""
+    ``sampled`` the functional-warming kernels too, with a ``trace`` platform the address-trace kernel (``whatif
+    cachesim``; a timed heap's mutator stores), and the heap's kernels for each of ``collectors``.  Each step
+    calls its kernels on nothing, which changes no state, except a collector's: a throwaway heap of 64 KB
+    collects a few times (about 20 ms once compiled)."""
     platforms = list(platforms)
     steps: dict[str, Callable[[], object]] = {}
     if workload is not None and platforms:
@@ -68,6 +72,8 @@ def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = Non
             if sampled:
                 steps.setdefault(f"functional warming{flavour}", lambda core=core: (
                     core.warm(InstrBlock.empty(0)), core.warm_caches(InstrBlock.empty(0))))
+    for collector in collectors:
+        steps.setdefault(f"garbage collector ({collector})", lambda collector=collector: _collect(collector))
     if trace is not None:
         empty = np.zeros(0, np.uint64)
         steps["address-trace kernel"] = lambda: MemoryHierarchy(trace).run(empty, empty.astype(np.uint16),
@@ -76,11 +82,11 @@ def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = Non
 
 
 def load_kernels(progress: bool, platforms: Iterable[Platform] = (), predictor: str | None = None,
-                 sampled: bool = False, workload: str | None = None, seed: int = 0,
-                 trace: Platform | None = None) -> None:
+                 sampled: bool = False, workload: str | None = None, seed: int = 0, trace: Platform | None = None,
+                 collectors: Iterable[str] = ()) -> None:
     """Load (on the first run: compile) the kernels of :func:`kernel_steps`, under a bar with the time left
     when ``progress``; the seconds of the steps that compiled are recorded as this machine's estimates."""
-    steps = kernel_steps(platforms, predictor, sampled, workload, seed, trace)
+    steps = kernel_steps(platforms, predictor, sampled, workload, seed, trace, collectors)
     if not steps:
         return
     path = estimates_path()
@@ -116,6 +122,18 @@ def write_estimates(path: Path, seconds: dict[str, float]) -> None:
                           is_ours=lambda p: bool(read_estimates(p)))
     except (OSError, ScenarioError):
         pass
+
+
+def _collect(collector: str) -> None:
+    """The heap's kernels (allocation, the collector's steps, the object layout) on a throwaway heap of 64 KB
+    that collects a few times (the 7447A's caches bound the recent allocations it keeps)."""
+    from whatif.simulator.gc.behaviour import load_behaviour
+    from whatif.simulator.gc.config import heap_config
+    from whatif.simulator.gc.run import simulate_gc
+    from whatif.simulator.platform import load_platform
+
+    simulate_gc(load_behaviour("specjvm98/jess"), heap_config(heap_bytes=1 << 16, collector=collector),
+                load_platform("mpc7447a"), scale=0.0003, seed=1, timed=False)
 
 
 def _synthesise(workload: str, isa: str, seed: int) -> None:

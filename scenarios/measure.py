@@ -105,15 +105,16 @@ def live_point_store(spec: SimulateSpec, source: str, base_dir: Path) -> LivePoi
     return LivePointStore(base_dir / spec.live_points, where)
 
 
-def load_run_kernels(ctx, predictor: str | None = None, sampled: bool = False) -> None:
+def load_run_kernels(ctx, predictor: str | None = None, sampled: bool = False,
+                     collectors: tuple[str, ...] = ()) -> None:
     """Load (on the first run: compile) the kernels the study's runs call
     (:func:`whatif.scenarios.kernels.load_kernels`): the core's for every platform configuration among them,
-    the synthesiser's on the first run's workload."""
+    the synthesiser's on the first run's workload, the heap's for ``collectors`` (Java runs)."""
     if not ctx.runs:
         return
     configs = {repr((run.platform, run.overrides)): (run.platform, run.overrides) for run in ctx.runs}
     load_kernels(ctx.progress, [load_platform(name, overrides) for name, overrides in configs.values()], predictor,
-                 sampled, workload=ctx.runs[0].workload, seed=ctx.runs[0].program_seed)
+                 sampled, workload=ctx.runs[0].workload, seed=ctx.runs[0].program_seed, collectors=collectors)
 
 
 def simulate_runs(ctx, spec: SimulateSpec, sensitivity: tuple[Sampling, ...] = ()) -> list[dict]:

@@ -17,6 +17,7 @@ from whatif.scenarios.results.progress import run_steps, step_position
 from whatif.scenarios.results.writer import atomic_write_text
 from whatif.simulator.core import timing as TM
 from whatif.simulator.core import warming as WM
+from whatif.simulator.gc import heap as HEAP
 from whatif.simulator.memory import kernel as MK
 from whatif.simulator.platform import load_platform
 from whatif.simulator.synth import kernel as SK
@@ -25,15 +26,17 @@ from whatif.simulator.synth import kernel as SK
 def test_the_steps_name_each_kernel_flavour_once_in_order():
     nehalem, westmere, g4 = (load_platform(n) for n in ("nehalem", "westmere", "mpc7447a"))
     names = [name for name, _ in kernels.kernel_steps([nehalem, westmere, g4], sampled=True, workload="429.mcf",
-                                                      trace=g4)]
+                                                      trace=g4, collectors=("copying", "mark-sweep", "copying"))]
     assert names == ["synthesiser", "core timing (TAGE predictor)", "functional warming (TAGE predictor)",
-                     "core timing", "functional warming", "address-trace kernel"]
+                     "core timing", "functional warming", "garbage collector (copying)",
+                     "garbage collector (mark-sweep)", "address-trace kernel"]
     # the runs' predictor override decides the flavour; no sample, no warming; no workload, no synthesiser
     assert [n for n, _ in kernels.kernel_steps([nehalem], predictor="gshare")] == ["core timing"]
     assert [n for n, _ in kernels.kernel_steps([g4], predictor="tage")] == ["core timing (TAGE predictor)"]
     assert kernels.kernel_steps() == []
     assert set(kernels.DEFAULT_SECONDS) == {"synthesiser", "core timing (TAGE predictor)", "core timing",
                                             "functional warming (TAGE predictor)", "functional warming",
+                                            "garbage collector (mark-sweep)", "garbage collector (copying)",
                                             "address-trace kernel"}
 
 
@@ -49,10 +52,12 @@ def _spy(monkeypatch, module, name: str, calls: list) -> None:
 def test_each_step_calls_its_kernel_flavour_on_nothing(monkeypatch):
     calls: list = []
     for module, name in ((TM, "simulate"), (WM, "warm"), (WM, "warm_caches"), (SK, "walk"), (SK, "skip_walk"),
-                         (MK, "run_trace")):
+                         (MK, "run_trace"), (HEAP, "ms_step"), (HEAP, "cp_step")):
         _spy(monkeypatch, module, name, calls)
     nehalem, g4 = load_platform("nehalem"), load_platform("mpc7447a")
-    steps = dict(kernels.kernel_steps([nehalem, g4], sampled=True, workload="462.libquantum", trace=g4))
+    steps = dict(kernels.kernel_steps([nehalem, g4], sampled=True, workload="462.libquantum", trace=g4,
+                                      collectors=("mark-sweep", "copying")))
+    assert len(steps) == 8
     for name, fn in steps.items():
         calls.clear()
         fn()
@@ -69,6 +74,10 @@ def test_each_step_calls_its_kernel_flavour_on_nothing(monkeypatch):
             assert (calls[0][1][-1] is True) == name.endswith("(TAGE predictor)")
         elif name == "synthesiser":
             assert "walk" in called and "skip_walk" in called
+        elif name.startswith("garbage collector"):
+            # the collector's own step kernel, several collections' worth, and not the other's
+            step = "ms_step" if name.endswith("(mark-sweep)") else "cp_step"
+            assert called.count(step) >= 2 and set(called) == {step}
         else:
             assert called == ["run_trace"] and len(calls[0][1][2]) == 0            # an empty trace
 

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.kernels import load_kernels
 from whatif.scenarios.render.java_inputs import input_label, inputs_doc, inputs_table
 from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.progress import progress_bar
@@ -73,6 +74,8 @@ def gc_command(workload: str, heap_mb: float | None, platform_name: str = "mpc74
     config = heap_config("whatif gc", **kwargs)
 
     total = int(behaviour.total_alloc_mb * MB * scale)
+    # (a timed heap: the collector's kernels, the core's that time them, the trace kernel for the mutator's stores)
+    load_kernels(progress, [platform], trace=platform, collectors=(collector,))
     with progress_bar(total, f"allocating ({workload})", enabled=progress) as advance:
         result = simulate_gc(behaviour, config, platform, scale=scale, seed=seed, progress=advance)
     log = gc_log(result)

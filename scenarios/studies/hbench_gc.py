@@ -41,6 +41,7 @@ from whatif.models.errors import ModelInputError
 from whatif.models.hbench import AppProfile, GcCostModel, MicrobenchPlan, error_table
 from whatif.models.hbench.plots import plot_size_distributions
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.kernels import load_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.java_inputs import input_label, inputs_doc, inputs_table
 from whatif.scenarios.results.progress import progress_bar
@@ -165,6 +166,8 @@ class HbenchGcStudy(StudyKind):
             for f in spec.heap_sweep.factors:
                 items.append({"kind": "sweep", "workload": spec.heap_sweep.application, "factor": f,
                               "heap_mb": base * f})
+        platforms = [load_platform(run.platform, run.overrides) for run in ctx.runs]
+        load_kernels(ctx.progress, platforms, trace=platforms[0] if platforms else None, collectors=(spec.collector,))
         started = time.perf_counter()
         per_run = []
         with progress_bar(len(items) * len(ctx.runs), "hbench-gc", enabled=ctx.progress) as advance:

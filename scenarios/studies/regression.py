@@ -216,7 +216,7 @@ class RegressionStudyKind(StudyKind):
 
     def run(self, ctx) -> StudyOutput:
         spec = self.spec["regression"]
-        load_run_kernels(ctx)
+        load_run_kernels(ctx, collectors=(spec.collector,))
         workers = spec.workers or _cores()
         started = time.perf_counter()
         h_min = self._min_heaps(ctx, spec, workers)

@@ -55,7 +55,9 @@ def run(group: str, cache: str, tree: Path) -> float:
 STEP_RUNS = {"simulate --sample, nehalem":
              "kernel_steps([load_platform('nehalem')], sampled=True, workload='464.h264ref')",
              "simulate --sample, mpc7447a": "kernel_steps([load_platform('mpc7447a')], sampled=True)",
-             "cachesim": "kernel_steps(trace=load_platform('mpc7447a'))"}
+             "cachesim": "kernel_steps(trace=load_platform('mpc7447a'))",
+             "gc, mark-sweep": "kernel_steps(collectors=('mark-sweep',))",
+             "gc, copying": "kernel_steps(collectors=('copying',))"}
 
 
 def run_steps(call: str, cache: str, tree: Path) -> list[tuple[str, float]]:
@@ -83,7 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups")
     ap.add_argument("--tree", type=Path, default=ROOT, help="another checkout to time (for the anchors)")
-    ap.add_argument("--steps", action="store_true", help="time the kernel steps of whatif simulate and cachesim")
+    ap.add_argument("--steps", action="store_true", help="time the kernel steps of whatif simulate, cachesim and gc")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as links:
         # the package is imported as ``whatif``: a temporary directory's whatif points at the tree
