@@ -30,32 +30,43 @@ DESCRIPTION = "whatif: compiling kernels (first run only)"
 ESTIMATES_FILE = "whatif_compile_seconds.json"
 COMPILED_SECONDS = 1.0        # a step this long compiled (loading a kernel from the cache takes milliseconds)
 # seconds each step took with an empty numba cache as the first of its kind (the first core flavour compiles
-# the memory hierarchy's functions, which a second one reuses) on the 2-core AMD EPYC CI host, 2026-12-01;
+# the memory hierarchy's functions, which a second one reuses) on the 2-core AMD EPYC CI host, 2026-12-02;
 # tests/benchmarks/bench_compile.py --steps measures them again beside these
 DEFAULT_SECONDS = {
-    "synthesiser": 6.8,
-    "core timing (TAGE predictor)": 76.4,
-    "core timing": 73.2,
-    "functional warming (TAGE predictor)": 36.1,
-    "functional warming": 34.4,
-    "garbage collector (mark-sweep)": 48.9,
-    "garbage collector (copying)": 24.2,
-    "address-trace kernel": 42.8,
+    "synthesiser": 8.6,
+    "core timing (TAGE predictor)": 57.0,
+    "core timing": 59.2,
+    "functional warming (TAGE predictor)": 9.8,
+    "functional warming": 10.9,
+    "cache warming": 27.1,
+    "profiler": 2.0,
+    "garbage collector (mark-sweep)": 35.6,
+    "garbage collector (copying)": 21.0,
+    "address-trace kernel": 28.3,
+    "GC microbenchmarks": 7.2,
+    "FlowGSP miner": 6.5,
 }
 FALLBACK_SECONDS = 30.0       # a step with no figure at all
 
 
 def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = None, sampled: bool = False,
                  workload: str | None = None, seed: int = 0, trace: Platform | None = None,
-                 collectors: Iterable[str] = ()) -> list[tuple[str, Callable[[], object]]]:
+                 collectors: Iterable[str] = (), warming: bool = False, profiler: bool = False,
+                 gc_microbenchmarks: bool = False, miner: bool = False) -> list[tuple[str, Callable[[], object]]]:
     """The steps that load the kernels a command calls, (name, callable), each name once: the synthesiser's
     (with a ``workload``, on the first platform's ISA, with the run's program ``seed``), the core's timing
     kernel for each predictor flavour among ``platforms`` (``predictor``: the runs' override), with
-    ``sampled`` the functional-warming kernels too, with a ``trace`` platform the address-trace kernel (``whatif
-    cachesim``; a timed heap's mutator stores), and the heap's kernels for each of ``collectors``.  Each step
-    calls its kernels on nothing, which changes no state, except a collector's: a throwaway heap of 64 KB
-    collects a few times (about 20 ms once compiled)."""
+    ``warming`` its functional-warming kernel (a cache simulation: ``Core.make_functional``), with ``sampled``
+    that and the cache-warming kernels (SMARTS), with ``profiler`` the instruction profiler's (on the
+    workload's program), the heap's kernels for each of ``collectors``, with a ``trace`` platform the
+    address-trace kernel (``whatif cachesim``; a timed heap's mutator stores), with ``gc_microbenchmarks``
+    the collector microbenchmarks' list builder and copy loop (on the first platform, the first collector),
+    and with ``miner`` the FlowGSP miner's support counter (``whatif mine``).  Each step calls its kernels on
+    nothing, which changes no state but a throwaway core's clock, except a collector's, the microbenchmarks'
+    and the miner's: a throwaway heap of 64 KB collects a few times (about 20 ms once compiled), a graph of
+    two vertices is mined."""
     platforms = list(platforms)
+    collectors = list(dict.fromkeys(collectors))
     steps: dict[str, Callable[[], object]] = {}
     if workload is not None and platforms:
         steps["synthesiser"] = lambda: _synthesise(workload, platforms[0].isa, seed)
@@ -69,24 +80,32 @@ def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = Non
             # (the kernels are compiled apart for TAGE: predictors.predict_control)
             flavour = " (TAGE predictor)" if core.predictor_config.kind == P_TAGE else ""
             steps.setdefault(f"core timing{flavour}", lambda core=core: core.run(InstrBlock.empty(0)))
-            if sampled:
-                steps.setdefault(f"functional warming{flavour}", lambda core=core: (
-                    core.warm(InstrBlock.empty(0)), core.warm_caches(InstrBlock.empty(0))))
+            if sampled or warming:
+                steps.setdefault(f"functional warming{flavour}", lambda core=core: core.warm(InstrBlock.empty(0)))
+        if sampled:
+            # one flavour: neither kernel predicts; the throwaway core's clock moved a cycle (none moves nothing)
+            steps["cache warming"] = lambda core=core: (core.warm_caches(InstrBlock.empty(0)), core.shift_time(1))
+        if profiler and workload is not None:
+            steps["profiler"] = lambda: _profile(workload, platforms[0].isa, seed)
     for collector in collectors:
         steps.setdefault(f"garbage collector ({collector})", lambda collector=collector: _collect(collector))
     if trace is not None:
         empty = np.zeros(0, np.uint64)
         steps["address-trace kernel"] = lambda: MemoryHierarchy(trace).run(empty, empty.astype(np.uint16),
                                                                            empty.astype(np.uint8))
+    if gc_microbenchmarks and platforms:
+        steps["GC microbenchmarks"] = lambda: _gc_microbenchmarks(platforms[0], collectors[0] if collectors
+                                                                  else "mark-sweep")
+    if miner:
+        steps["FlowGSP miner"] = _mine
     return list(steps.items())
 
 
-def load_kernels(progress: bool, platforms: Iterable[Platform] = (), predictor: str | None = None,
-                 sampled: bool = False, workload: str | None = None, seed: int = 0, trace: Platform | None = None,
-                 collectors: Iterable[str] = ()) -> None:
-    """Load (on the first run: compile) the kernels of :func:`kernel_steps`, under a bar with the time left
-    when ``progress``; the seconds of the steps that compiled are recorded as this machine's estimates."""
-    steps = kernel_steps(platforms, predictor, sampled, workload, seed, trace, collectors)
+def load_kernels(progress: bool, *args, **kwargs) -> None:
+    """Load (on the first run: compile) the kernels of :func:`kernel_steps` (``args``, ``kwargs``: its
+    arguments) under a bar with the time left when ``progress``; the seconds of the steps that compiled are
+    recorded as this machine's estimates."""
+    steps = kernel_steps(*args, **kwargs)
     if not steps:
         return
     path = estimates_path()
@@ -126,17 +145,22 @@ def write_estimates(path: Path, seconds: dict[str, float]) -> None:
 
 def _collect(collector: str) -> None:
     """The heap's kernels (allocation, the collector's steps, the object layout) on a throwaway heap of 64 KB
-    that collects a few times (the 7447A's caches bound the recent allocations it keeps)."""
+    that collects a few times (the 7447A's caches bound the recent allocations it keeps), and a single
+    object's allocation (a JVM's: ``simulator/jvm/vm.py``) on another."""
+    from whatif.simulator.gc import kernel_alloc as KA
     from whatif.simulator.gc.behaviour import load_behaviour
     from whatif.simulator.gc.config import heap_config
+    from whatif.simulator.gc.heap import Heap
     from whatif.simulator.gc.run import simulate_gc
     from whatif.simulator.platform import load_platform
 
-    simulate_gc(load_behaviour("specjvm98/jess"), heap_config(heap_bytes=1 << 16, collector=collector),
-                load_platform("mpc7447a"), scale=0.0003, seed=1, timed=False)
+    config = heap_config(heap_bytes=1 << 16, collector=collector)
+    simulate_gc(load_behaviour("specjvm98/jess"), config, load_platform("mpc7447a"), scale=0.0003, seed=1,
+                timed=False)
+    KA.alloc_raw(Heap(config).H, 16, 0)
 
 
-def _synthesise(workload: str, isa: str, seed: int) -> None:
+def _synthesise(workload: str, isa: str, seed: int):
     """The synthesiser's kernels (the program's construction and both walkers) on a throwaway synthesiser;
     the static program it builds (for the run's seed) is the one the run reuses."""
     from whatif.simulator.isa import InstrBlock
@@ -146,3 +170,33 @@ def _synthesise(workload: str, isa: str, seed: int) -> None:
     synth = Synthesizer(load_workload(workload), isa, seed=seed, instructions=2)
     synth.fill(InstrBlock.empty(1))
     synth.skip(1)
+    return synth
+
+
+def _profile(workload: str, isa: str, seed: int) -> None:
+    """The instruction profiler's kernels on a throwaway profile of the workload's program: one record of an
+    instruction outside it (which no profile counts), then the samples still pending resolved."""
+    from whatif.simulator.core import timing as TM
+    from whatif.simulator.core.profiler import InstructionProfiler
+    from whatif.simulator.isa import InstrBlock
+
+    profiler = InstructionProfiler(_synthesise(workload, isa, seed).program, period=64, front_end_depth=1)
+    profiler.consume(np.zeros((1, TM.NREC), np.int64), InstrBlock.empty(1).pc, 1)
+    profiler.finish()
+
+
+def _gc_microbenchmarks(platform: Platform, collector: str) -> None:
+    """The collector microbenchmarks' kernels (the list builder, a field's store, the copy loop) on a
+    throwaway heap of 64 KB holding one list of one object, and a copy of 64 bytes."""
+    from whatif.simulator.gc.microbench import copy_bandwidth, run_microbenchmark
+
+    run_microbenchmark(platform, 1 << 16, n_lists=1, list_length=1, object_size=16, collector=collector)
+    copy_bandwidth(platform, nbytes=64)
+
+
+def _mine() -> None:
+    """The FlowGSP miner's support counter on a graph of two vertices (one generation)."""
+    from whatif.models.flowgsp import EFG, FlowGSP
+
+    vertices = [{"id": v, "weight": 1, "attributes": ["A"]} for v in (0, 1)]
+    FlowGSP(n_generations=1).fit(EFG.from_methods([{"name": "m", "vertices": vertices, "edges": [[0, 1, 1]]}]))

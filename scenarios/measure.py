@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, NonNegativeInt, PositiveInt, field_validator
 
@@ -105,16 +105,19 @@ def live_point_store(spec: SimulateSpec, source: str, base_dir: Path) -> LivePoi
     return LivePointStore(base_dir / spec.live_points, where)
 
 
-def load_run_kernels(ctx, predictor: str | None = None, sampled: bool = False,
-                     collectors: tuple[str, ...] = ()) -> None:
+def load_run_kernels(ctx, predictor: str | None = None, configs: Iterable[tuple[str, Any]] | None = None,
+                     **what) -> None:
     """Load (on the first run: compile) the kernels the study's runs call
-    (:func:`whatif.scenarios.kernels.load_kernels`): the core's for every platform configuration among them,
-    the synthesiser's on the first run's workload, the heap's for ``collectors`` (Java runs)."""
+    (:func:`whatif.scenarios.kernels.load_kernels`): the core's for every platform configuration among them
+    (or among ``configs``, (platform, overrides) pairs, when the study runs others too), the synthesiser's on
+    the first run's workload, and ``what`` else the runs call (``sampled``, ``warming``, ``profiler``,
+    ``collectors``: :func:`~whatif.scenarios.kernels.kernel_steps`)."""
     if not ctx.runs:
         return
-    configs = {repr((run.platform, run.overrides)): (run.platform, run.overrides) for run in ctx.runs}
-    load_kernels(ctx.progress, [load_platform(name, overrides) for name, overrides in configs.values()], predictor,
-                 sampled, workload=ctx.runs[0].workload, seed=ctx.runs[0].program_seed, collectors=collectors)
+    pairs = [(run.platform, run.overrides) for run in ctx.runs] if configs is None else configs
+    unique = {repr((name, tuple(overrides))): (name, tuple(overrides)) for name, overrides in pairs}
+    load_kernels(ctx.progress, [load_platform(name, overrides) for name, overrides in unique.values()], predictor,
+                 workload=ctx.runs[0].workload, seed=ctx.runs[0].program_seed, **what)
 
 
 def simulate_runs(ctx, spec: SimulateSpec, sensitivity: tuple[Sampling, ...] = ()) -> list[dict]:

@@ -11,8 +11,9 @@ call cost about a second.
 from __future__ import annotations
 
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 
 def simulate() -> Callable[[], object]:
@@ -84,3 +85,21 @@ def shares(workers: int) -> list[list[str]]:
         out[w].append(name)
         load[w] += seconds
     return out
+
+
+@contextmanager
+def recorded_steps(names: list[str]) -> Iterator[list[str]]:
+    """Within the block, the names of the kernel-loading steps that run (``scenarios/kernels.py``) are
+    appended to ``names``, in order (a study fixture records its run's, for a test of them)."""
+    import pytest
+
+    from whatif.scenarios import kernels
+
+    real = kernels.run_steps
+
+    def record(steps, *args, **kwargs):
+        names.extend(name for name, _, _ in steps)
+        return real(steps, *args, **kwargs)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kernels, "run_steps", record)
+        yield names

@@ -17,8 +17,10 @@ from whatif.scenarios.runner import run_scenario_file
 from whatif.scenarios.studies.capacity import (GAP_COLUMNS, NO_PAIRS, bound_gap, light_costs, mva,
                                                paired_interference)
 from hbench_helpers import assert_refused_at_load, with_keys
+from kernel_groups import recorded_steps
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "webserver-capacity.toml"
+LOADED: list[str] = []                   # the kernel steps the study fixture's run loaded
 
 
 def reduced() -> str:
@@ -38,8 +40,14 @@ def study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("capacity")
     path = tmp / "cap.toml"
     path.write_text(reduced())
-    done = run_scenario_file(path, out=tmp / "out", progress=False)
+    with recorded_steps(LOADED):
+        done = run_scenario_file(path, out=tmp / "out", progress=False)
     return done, json.loads((tmp / "out" / "results.json").read_text())
+
+
+def test_the_cores_of_the_runs_and_the_what_ifs_load_before_the_runs(study):
+    # the MPC7447A's, and the Harpertown what-if's (TAGE)
+    assert LOADED == ["core timing", "core timing (TAGE predictor)"]
 
 
 def test_curves_rise_to_the_cpu_bound(study):

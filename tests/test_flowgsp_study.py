@@ -13,8 +13,10 @@ import pytest
 from whatif.models.flowgsp.profile_db import read_sqlite
 from whatif.scenarios.runner import run_scenario_file
 from whatif.scenarios.render.flowgsp import SEED_PATTERNS, pattern_text
+from kernel_groups import recorded_steps
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "websphere-z10.toml"
+LOADED: list[str] = []                   # the kernel steps the study fixture's run loaded
 
 
 def reduced() -> str:
@@ -34,8 +36,13 @@ def study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("flowgsp")
     path = tmp / "fg.toml"
     path.write_text(reduced())
-    done = run_scenario_file(path, out=tmp / "out", progress=False)
+    with recorded_steps(LOADED):
+        done = run_scenario_file(path, out=tmp / "out", progress=False)
     return done, json.loads((tmp / "out" / "results.json").read_text())
+
+
+def test_the_synthesiser_core_profiler_and_miner_load_before_the_runs(study):
+    assert LOADED == ["synthesiser", "core timing", "profiler", "FlowGSP miner"]
 
 
 def test_every_run_is_profiled_mined_and_compared(study):

@@ -15,8 +15,10 @@ from typer.testing import CliRunner
 from whatif.cli import app
 from whatif.scenarios.runner import run_scenario_file
 from hbench_helpers import assert_refused_at_load, with_keys
+from kernel_groups import recorded_steps
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "hbench-java.toml"
+LOADED: list[str] = []                   # the kernel steps the study fixture's run loaded
 REF = "jdk122-classic@mpc7447a"
 
 
@@ -33,8 +35,17 @@ def study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hbench-java")
     path = tmp / "hbj.toml"
     path.write_text(reduced())
-    done = run_scenario_file(path, out=tmp / "out", progress=False)
+    with recorded_steps(LOADED):
+        done = run_scenario_file(path, out=tmp / "out", progress=False)
     return done, json.loads((tmp / "out" / "results.json").read_text())
+
+
+def test_the_jvms_cores_and_collectors_load_before_the_runs(study):
+    # the MPC7447A's core, Harpertown's (TAGE), each with functional warming; jdk122-classic's mark-sweep
+    # collector, msjvm-sdk32's copying one
+    assert LOADED == ["core timing", "functional warming", "core timing (TAGE predictor)",
+                      "functional warming (TAGE predictor)", "garbage collector (mark-sweep)",
+                      "garbage collector (copying)"]
 
 
 def test_speeds_and_agreement(study):

@@ -14,8 +14,10 @@ import pytest
 from whatif.models.hbench import speedup
 from whatif.scenarios.runner import run_scenario_file
 from hbench_helpers import assert_refused_at_load, with_keys
+from kernel_groups import recorded_steps
 
 SHIPPED = Path(__file__).resolve().parents[1] / "scenarios" / "hbench-os-webserver.toml"
+LOADED: list[str] = []                   # the kernel steps the study fixture's run loaded
 
 
 def ratio_se(x, y) -> float:
@@ -38,8 +40,15 @@ def study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hbench-os")
     path = tmp / "hbos.toml"
     path.write_text(reduced())
-    done = run_scenario_file(path, out=tmp / "out", progress=False)
+    with recorded_steps(LOADED):
+        done = run_scenario_file(path, out=tmp / "out", progress=False)
     return done, json.loads((tmp / "out" / "results.json").read_text())
+
+
+def test_the_servers_cores_and_the_replays_cache_simulations_load_before_the_runs(study):
+    # the MPC7447A's core, Nehalem's (TAGE), each with functional warming (the hybrid's cache simulations)
+    assert LOADED == ["core timing", "functional warming", "core timing (TAGE predictor)",
+                      "functional warming (TAGE predictor)"]
 
 
 def test_predicted_and_simulated_speeds(study):

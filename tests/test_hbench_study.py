@@ -13,6 +13,9 @@ from whatif.scenarios.runner import run_scenario_file
 from whatif.scenarios.scenario import load_scenario
 from whatif.models.hbench import MicrobenchPlan
 from whatif.simulator.gc.behaviour import load_behaviour
+from kernel_groups import recorded_steps
+
+LOADED: list[str] = []                   # the kernel steps the mini fixture's run loaded
 
 MINI = """schema_version = 1
 name = "mini"
@@ -35,8 +38,13 @@ factors = [0.5, 1.0, 2.0]
 def mini(tmp_path_factory):
     d = tmp_path_factory.mktemp("hbench")
     (d / "mini.toml").write_text(MINI)
-    out = run_scenario_file(d / "mini.toml", out=d / "out", progress=False).out_dir
+    with recorded_steps(LOADED):
+        out = run_scenario_file(d / "mini.toml", out=d / "out", progress=False).out_dir
     return out
+
+
+def test_the_core_collector_and_microbenchmarks_load_before_the_runs(mini):
+    assert LOADED == ["core timing", "garbage collector (mark-sweep)", "address-trace kernel", "GC microbenchmarks"]
 
 
 def test_results_document(mini):

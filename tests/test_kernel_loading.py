@@ -6,18 +6,24 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
 import threading
 
 import pytest
 from rich.console import Console
 
+from whatif.models.flowgsp import kernel as FK
 from whatif.scenarios import kernels
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.progress import run_steps, step_position
 from whatif.scenarios.results.writer import atomic_write_text
+from whatif.simulator.core import profiler as PROF
 from whatif.simulator.core import timing as TM
 from whatif.simulator.core import warming as WM
 from whatif.simulator.gc import heap as HEAP
+from whatif.simulator.gc import kernel_alloc as KA
+from whatif.simulator.gc import microbench as GCMB
 from whatif.simulator.memory import kernel as MK
 from whatif.simulator.platform import load_platform
 from whatif.simulator.synth import kernel as SK
@@ -26,18 +32,23 @@ from whatif.simulator.synth import kernel as SK
 def test_the_steps_name_each_kernel_flavour_once_in_order():
     nehalem, westmere, g4 = (load_platform(n) for n in ("nehalem", "westmere", "mpc7447a"))
     names = [name for name, _ in kernels.kernel_steps([nehalem, westmere, g4], sampled=True, workload="429.mcf",
-                                                      trace=g4, collectors=("copying", "mark-sweep", "copying"))]
+                                                      trace=g4, collectors=("copying", "mark-sweep", "copying"),
+                                                      profiler=True, gc_microbenchmarks=True, miner=True)]
     assert names == ["synthesiser", "core timing (TAGE predictor)", "functional warming (TAGE predictor)",
-                     "core timing", "functional warming", "garbage collector (copying)",
-                     "garbage collector (mark-sweep)", "address-trace kernel"]
+                     "core timing", "functional warming", "cache warming", "profiler", "garbage collector (copying)",
+                     "garbage collector (mark-sweep)", "address-trace kernel", "GC microbenchmarks", "FlowGSP miner"]
     # the runs' predictor override decides the flavour; no sample, no warming; no workload, no synthesiser
     assert [n for n, _ in kernels.kernel_steps([nehalem], predictor="gshare")] == ["core timing"]
     assert [n for n, _ in kernels.kernel_steps([g4], predictor="tage")] == ["core timing (TAGE predictor)"]
+    # a cache simulation warms, it does not sample; no workload, no profile
+    assert [n for n, _ in kernels.kernel_steps([g4], warming=True, profiler=True)] == ["core timing",
+                                                                                       "functional warming"]
     assert kernels.kernel_steps() == []
     assert set(kernels.DEFAULT_SECONDS) == {"synthesiser", "core timing (TAGE predictor)", "core timing",
                                             "functional warming (TAGE predictor)", "functional warming",
-                                            "garbage collector (mark-sweep)", "garbage collector (copying)",
-                                            "address-trace kernel"}
+                                            "cache warming", "profiler", "garbage collector (mark-sweep)",
+                                            "garbage collector (copying)", "address-trace kernel",
+                                            "GC microbenchmarks", "FlowGSP miner"}
 
 
 def _spy(monkeypatch, module, name: str, calls: list) -> None:
@@ -51,13 +62,17 @@ def _spy(monkeypatch, module, name: str, calls: list) -> None:
 
 def test_each_step_calls_its_kernel_flavour_on_nothing(monkeypatch):
     calls: list = []
-    for module, name in ((TM, "simulate"), (WM, "warm"), (WM, "warm_caches"), (SK, "walk"), (SK, "skip_walk"),
-                         (MK, "run_trace"), (HEAP, "ms_step"), (HEAP, "cp_step")):
+    # (only kernels that no kernel calls: one that does would find the spy when it compiles)
+    for module, name in ((TM, "simulate"), (WM, "warm"), (WM, "warm_caches"), (WM, "_shift_ring"), (SK, "walk"),
+                         (SK, "skip_walk"), (MK, "run_trace"), (HEAP, "ms_step"), (HEAP, "cp_step"),
+                         (PROF, "profile_records"), (PROF, "_finish"), (KA, "build_lists"), (GCMB, "_copy_stream"),
+                         (FK, "count_supports")):
         _spy(monkeypatch, module, name, calls)
     nehalem, g4 = load_platform("nehalem"), load_platform("mpc7447a")
     steps = dict(kernels.kernel_steps([nehalem, g4], sampled=True, workload="462.libquantum", trace=g4,
-                                      collectors=("mark-sweep", "copying")))
-    assert len(steps) == 8
+                                      collectors=("mark-sweep", "copying"), profiler=True, gc_microbenchmarks=True,
+                                      miner=True))
+    assert len(steps) == 12
     for name, fn in steps.items():
         calls.clear()
         fn()
@@ -70,8 +85,17 @@ def test_each_step_calls_its_kernel_flavour_on_nothing(monkeypatch):
             assert args[-5:-3] == (0, 0) if name.endswith("(TAGE predictor)") else args[-4:-2] == (0, 0)
             assert (args[-1] is True) == name.endswith("(TAGE predictor)")
         elif name.startswith("functional warming"):
-            assert called == ["warm", "warm_caches"]
+            assert called == ["warm"]
             assert (calls[0][1][-1] is True) == name.endswith("(TAGE predictor)")
+        elif name == "cache warming":
+            assert called == ["warm_caches", "_shift_ring"]
+        elif name == "profiler":
+            # one record, of an instruction outside the program
+            assert called[-2:] == ["profile_records", "_finish"] and calls[-2][1][2] == 1
+        elif name == "GC microbenchmarks":
+            assert {"build_lists", "_copy_stream", "ms_step"} <= set(called)
+        elif name == "FlowGSP miner":
+            assert set(called) == {"count_supports"}
         elif name == "synthesiser":
             assert "walk" in called and "skip_walk" in called
         elif name.startswith("garbage collector"):
@@ -146,3 +170,50 @@ def test_run_steps_draws_nothing_for_steps_done_within_the_delay():
     console = Console(file=out, force_terminal=True, width=120)
     seconds = run_steps([("a", 60.0, lambda: None)], "compiling", delay=60.0, console=console)
     assert out.getvalue() == "" and len(seconds) == 1
+
+
+# Run in a process of its own, a command must find every kernel it calls already loaded by its steps: a numba
+# dispatcher that gains a compiled (or cache-loaded) signature after them is one the bar left out.
+LATE_KERNELS = """
+import sys
+import numba.core.dispatcher as ND
+from typer.testing import CliRunner
+import whatif.scenarios.kernels as K
+from whatif.cli import app
+
+def loaded():
+    return {f"{d.py_func.__module__}.{d.py_func.__name__}": len(d.overloads) for name, m in list(sys.modules.items())
+            if name.startswith("whatif") for d in list(vars(m).values()) if isinstance(d, ND.Dispatcher)}
+
+after_steps = {}
+real_run_steps = K.run_steps
+
+def run_steps(*args, **kwargs):
+    seconds = real_run_steps(*args, **kwargs)
+    after_steps.update(loaded())
+    return seconds
+
+K.run_steps = run_steps
+result = CliRunner().invoke(app, sys.argv[1:])
+assert result.exit_code == 0, result.output
+assert after_steps, "no steps ran"
+print(sorted(name for name, n in loaded().items() if n > after_steps.get(name, 0)))
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "-p", "nehalem", "-w", "cint2006/462.libquantum", "-n", "200000", "--sample", "smarts:1000,2000,20",
+     "--json"],
+    ["profile", "-p", "z10", "-w", "websphere/was", "-n", "20000", "-o", "{tmp}/profile"],
+    ["gc", "-w", "specjvm98/jess", "--scale", "0.01", "--collector", "copying", "-o", "{tmp}/gc"],
+    ["mine", "{tmp}/g.json", "--json"],
+], ids=["simulate-sample", "profile", "gc", "mine"])
+def test_a_command_calls_no_kernel_its_steps_did_not_load(args, tmp_path):
+    (tmp_path / "g.json").write_text(json.dumps({"methods": [
+        {"name": "m", "vertices": [{"id": 0, "weight": 2, "attributes": ["A"]}, {"id": 1, "weight": 1,
+                                                                             "attributes": ["A", "B"]}],
+         "edges": [[0, 1, 3]]}]}))
+    out = subprocess.run([sys.executable, "-c", LATE_KERNELS, *(a.format(tmp=tmp_path) for a in args)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

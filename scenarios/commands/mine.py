@@ -10,6 +10,7 @@ from typing import Any
 
 from whatif.models.flowgsp import EFG, FlowGSP, FlowGSPResults, Progress, read_profile
 from whatif.scenarios.errors import ScenarioError
+from whatif.scenarios.kernels import load_kernels
 from whatif.models.flowgsp.results import generations_figure, supports_figure
 from whatif.scenarios.results.directory import write_results_dir
 from whatif.scenarios.results.figure_worker import FigureWorker
@@ -74,6 +75,8 @@ def mine_command(profile: Path, *, gap: int = 0, window: int = 0, generations: i
     # the report's figures are drawn by a process that loads matplotlib while the graph is mined
     with FigureWorker() if out is not None else nullcontext() as figures:
         efg = read_profile(profile)
+        if cluster is None:                  # (a cluster's workers compile their own)
+            load_kernels(progress, miner=True)
         bar = RichProgress() if progress else None
         try:
             results = engine.fit(efg, progress=bar)

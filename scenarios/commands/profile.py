@@ -26,7 +26,7 @@ def profile_command(platform_name: str, workload: str, instructions: int, warmup
     check_results_target(out)
     platform = load_platform(platform_name, overrides)
     load_workload(workload)                     # an unknown name fails now, listing the known ones
-    load_kernels(progress, [platform], workload=workload, seed=seed)
+    load_kernels(progress, [platform], workload=workload, seed=seed, profiler=True)
     with status(f"whatif profile: {workload} on {platform.name}", enabled=progress):
         run = collect_profile(platform, workload, instructions, warmup=warmup, sample_every=sample_every,
                               program_seed=seed, replicate_seed=seed, workload_name=workload)

@@ -58,6 +58,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from whatif.scenarios.executor import piece_rates
+from whatif.scenarios.measure import load_run_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.capacity import add_report, curve_figure
 from whatif.scenarios.results.progress import progress_bar
@@ -276,6 +277,7 @@ class CapacityStudy(StudyKind):
         key = [json.dumps({k: v for k, v in i.items() if k != "sizing"}, sort_keys=True) for i in items]
         unique = list(dict.fromkeys(key))
         todo = [items[key.index(k)] for k in unique]
+        load_run_kernels(ctx, configs=[(platform, overrides) for _, _, platform, overrides, *_ in cases])
         started = time.perf_counter()
         with progress_bar(len(unique), "capacity", enabled=ctx.progress) as advance:
             # the most requests first (a run's host time follows its requests), so that no long run is left

@@ -88,7 +88,7 @@ class FlowGSPStudy(StudyKind):
 
     def run(self, ctx) -> StudyOutput:
         spec = self.spec["flowgsp"]
-        load_run_kernels(ctx)
+        load_run_kernels(ctx, profiler=True, miner=True)
         shared = {"spec": spec.model_dump()}
         with progress_bar(len(ctx.runs), "profiling", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(profile_item, ctx.runs, shared=shared, progress=advance, units=1,

@@ -167,7 +167,8 @@ class HbenchGcStudy(StudyKind):
                 items.append({"kind": "sweep", "workload": spec.heap_sweep.application, "factor": f,
                               "heap_mb": base * f})
         platforms = [load_platform(run.platform, run.overrides) for run in ctx.runs]
-        load_kernels(ctx.progress, platforms, trace=platforms[0] if platforms else None, collectors=(spec.collector,))
+        load_kernels(ctx.progress, platforms, trace=platforms[0] if platforms else None, collectors=(spec.collector,),
+                     gc_microbenchmarks=True)
         started = time.perf_counter()
         per_run = []
         with progress_bar(len(items) * len(ctx.runs), "hbench-gc", enabled=ctx.progress) as advance:

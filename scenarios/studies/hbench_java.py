@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 from scipy.stats import kendalltau
 
 from whatif.models.hbench.vectors import VectorModel
+from whatif.scenarios.measure import load_run_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.hbench_java import add_report, speeds_figure
 from whatif.scenarios.results.progress import progress_bar
@@ -229,6 +230,9 @@ class HbenchJavaStudy(StudyKind):
                   "class_bytes": spec.class_bytes, "seed": self.scenario.seed, "applications": spec.applications,
                   "cost_sizes": spec.cost_sizes, "class_sizes": spec.class_sizes,
                   "code_footprints": spec.code_footprints}
+        # the JVMs' cores and heaps (a collection when one fills), and the cache simulations (functional warming)
+        jvms = load_jvms()
+        load_run_kernels(ctx, warming=True, collectors=[jvms[j].collector.name for j in spec.jvms])
         with progress_bar(len(items), "hbench-java", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(hbench_java_task, [items[i] for i in order], shared=shared, progress=advance,
                                     units=1, workers=2)

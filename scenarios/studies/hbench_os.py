@@ -60,6 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from whatif.models.hbench.vectors import VectorModel, speedup
 from whatif.scenarios.executor import piece_rates
+from whatif.scenarios.measure import load_run_kernels
 from whatif.scenarios.registry import StudyKind, StudyOutput, register_study
 from whatif.scenarios.render.hbench_os import add_report, speed_figure, speedup_figure
 from whatif.scenarios.results.progress import progress_bar
@@ -200,6 +201,8 @@ class HbenchOsStudy(StudyKind):
                   "warmup": spec.warmup_requests if spec.warmup_requests is not None else 2 * spec.clients,
                   "line": spec.line_kbit_s, "repetitions": spec.microbench_repetitions,
                   "min_ticks": spec.microbench_min_ticks}
+        # the servers' cores, and the replays' cache simulations (functional warming)
+        load_run_kernels(ctx, warming=True)
         started = time.perf_counter()
         with progress_bar(len(items) + len(ctx.runs), "hbench-os", enabled=ctx.progress) as advance:
             outs = ctx.executor.map(hbench_os_task, items, shared=shared, progress=advance, units=1, workers=2)

@@ -19,9 +19,10 @@ The groups are ``tests/kernel_groups.py``'s, the calls the test suite compiles o
 runs this checkout's calls against another checkout's package.
 
 ``--steps`` times instead, cold, the steps a command loads its kernels in before it runs
-(``scenarios/kernels.py``), as ``whatif simulate --sample`` on Nehalem and on the MPC7447A and ``whatif
-cachesim`` run them (a fresh process and an empty cache each), beside the estimates the bar shows when this
-machine has no record of its own (``kernels.DEFAULT_SECONDS``).
+(``scenarios/kernels.py``), as ``whatif simulate --sample`` on Nehalem and on the MPC7447A, ``whatif
+cachesim``, ``whatif gc`` with each collector, ``whatif profile`` on the z10, ``whatif mine`` and ``whatif run``
+of the HBench:JGC study run them (a fresh process and an empty cache each), beside the estimates the bar shows
+when this machine has no record of its own (``kernels.DEFAULT_SECONDS``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ STEP_RUNS = {"simulate --sample, nehalem":
              "kernel_steps([load_platform('nehalem')], sampled=True, workload='464.h264ref')",
              "simulate --sample, mpc7447a": "kernel_steps([load_platform('mpc7447a')], sampled=True)",
              "cachesim": "kernel_steps(trace=load_platform('mpc7447a'))",
+             "profile, z10": "kernel_steps([load_platform('z10')], workload='websphere/was', profiler=True)",
+             "run hbench-jgc": "kernel_steps([load_platform('mpc7447a')], trace=load_platform('mpc7447a'), "
+                               "collectors=('mark-sweep',), gc_microbenchmarks=True)",
+             "mine": "kernel_steps(miner=True)",
              "gc, mark-sweep": "kernel_steps(collectors=('mark-sweep',))",
              "gc, copying": "kernel_steps(collectors=('copying',))"}
 
