@@ -1,7 +1,7 @@
 """Loading the simulator's numba kernels before a command runs, exactly those it will call.
 
-The first run after an install or an upgrade compiles them: about a minute and a half for ``whatif simulate``
-on the 2-core CI host (the core's timing kernel alone 70 s), under a bar with the time left
+The first run after an install or an upgrade compiles them: over a minute for ``whatif simulate`` on the
+2-core CI host (the core's timing kernel alone 57-76 s, 2026-12-01 and 02), under a bar with the time left
 (:func:`~whatif.scenarios.results.progress.run_steps`).  Its estimates are the seconds each step took when
 it last compiled on this machine (recorded in :data:`ESTIMATES_FILE` beside numba's cache), else the
 figures in :data:`DEFAULT_SECONDS`.  Later runs load the kernels from numba's cache in well under a second,
