@@ -200,7 +200,9 @@ def _below_l1(mv, l1, lines, paddr, src, write, now, page_bits, slack):
     MK._st(mv, MS.SCR_NOW, now)
     MK._st(mv, MS.G_CH_DELAY, 0)
     first = line << lb
-    MK._cache_access(mv, nxt, first, first + ((U64(1) << lb) - U64(1)), src, write, page_bits, True)
+    # (run-time values: constants would compile another specialisation of the cache access, 5 s cold each)
+    MK._cache_access(mv, nxt, first, first + ((U64(1) << lb) - U64(1)), MS._var(src), MS._var(write), page_bits,
+                     MS._var(True))
     if MK._ld(mv, MS.G_ST_N) != 0:
         MC.run_streamers(mv)
     wait = memport.channel_wait(mv)

@@ -24,8 +24,10 @@ import numpy as np
 from numba import njit
 
 from whatif.simulator.isa import OP_ALU, OP_BRANCH, OP_LOAD, OP_STORE
+from whatif.simulator.memory.state import _var
 
 U64 = np.uint64
+I64 = np.int64
 
 CODE_BASE = 0x0F00_0000      # the JVM's text, below the program's data (simulator.synth: text 0x400000,
 ROOT_BASE = 0x2000_0000      # data regions from 0x10000000) and far from the heap
@@ -64,7 +66,9 @@ def ins(B, n, emit, pc, op, dst, s1, s2, areg, addr, msize, taken, target):
 
     Not inlined by numba, unlike its four callers: LLVM inlines it anyway (the collectors' machine code is
     the same size), and numba's own inlining of its twelve stores at every call site made ``ms_step``
-    take about 60 s to compile instead of about 40."""
+    take about 60 s to compile instead of about 40.  The callers pass every field as a run-time value of
+    one type (:func:`_emit`): the constants they name (registers, ops) would otherwise compile a separate
+    specialisation of this function per combination (59 for ``ms_step``, 15 s of its 33 s cold)."""
     if not emit:
         return n
     B[0][n] = U64(pc)
@@ -83,23 +87,30 @@ def ins(B, n, emit, pc, op, dst, s1, s2, areg, addr, msize, taken, target):
 
 
 @njit(cache=True, inline="always")
+def _emit(B, n, emit, pc, op, dst, s1, s2, areg, addr, msize, taken, target):
+    """:func:`ins` with every field a run-time value of a fixed type (its docstring)."""
+    return ins(B, I64(n), _var(emit), U64(pc), I64(op), I64(dst), I64(s1), I64(s2), I64(areg), U64(addr), I64(msize),
+               I64(taken), U64(target))
+
+
+@njit(cache=True, inline="always")
 def alu(B, n, emit, pc, dst, s1, s2):
-    return ins(B, n, emit, pc, OP_ALU, dst, s1, s2, -1, 0, 0, 0, 0)
+    return _emit(B, n, emit, pc, OP_ALU, dst, s1, s2, -1, 0, 0, 0, 0)
 
 
 @njit(cache=True, inline="always")
 def load(B, n, emit, pc, dst, areg, addr, msize):
-    return ins(B, n, emit, pc, OP_LOAD, dst, areg, -1, areg, addr, msize, 0, 0)
+    return _emit(B, n, emit, pc, OP_LOAD, dst, areg, -1, areg, addr, msize, 0, 0)
 
 
 @njit(cache=True, inline="always")
 def store(B, n, emit, pc, src, areg, addr, msize):
-    return ins(B, n, emit, pc, OP_STORE, -1, src, areg, areg, addr, msize, 0, 0)
+    return _emit(B, n, emit, pc, OP_STORE, -1, src, areg, areg, addr, msize, 0, 0)
 
 
 @njit(cache=True, inline="always")
 def branch(B, n, emit, pc, src, taken, target):
-    return ins(B, n, emit, pc, OP_BRANCH, -1, src, -1, -1, 0, 0, 1 if taken else 0, target if taken else 0)
+    return _emit(B, n, emit, pc, OP_BRANCH, -1, src, -1, -1, 0, 0, 1 if taken else 0, target if taken else 0)
 
 
 def bitmap_word_addr(heap_offset: int) -> int:

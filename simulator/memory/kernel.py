@@ -383,7 +383,7 @@ def _data(s, vaddr, size, kind, pc):
     r = _access(s, _cfg(s, G_L1D), _cfg(s, G_DTLB0), _cfg(s, G_DTLB1), vaddr, size, src, write,
                 _cfg(s, G_PAGE_BITS))
     if _cfg(s, G_IP_STRIDE) != 0 and src == SRC_LOAD:
-        _train_prefetchers(s, vaddr, pc)
+        _train_prefetchers(s, vaddr, U64(pc))      # (one type: a signed PC compiled it again)
     if _ld(s, G_ST_N) != 0:
         run_streamers(s)
     return r
