@@ -36,7 +36,7 @@ def cachesim() -> Callable[[], object]:
 
     hierarchy = MemoryHierarchy(load_platform("nehalem"), 1)
     addrs = np.arange(10, dtype=np.uint64) * np.uint64(64)
-    sizes, kinds = np.full(10, 8, np.uint8), np.ones(10, np.uint8)
+    sizes, kinds = np.full(10, 8, np.uint16), np.ones(10, np.uint8)      # (the dtypes MemoryHierarchy.run passes)
     return lambda: MK.run_trace(hierarchy.state[0], addrs, sizes, kinds, 0, 10, 0, 1, 0)
 
 
