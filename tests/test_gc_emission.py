@@ -10,7 +10,7 @@ from whatif.simulator.gc.config import heap_config
 from whatif.simulator.gc.heap import Heap
 from whatif.simulator.gc.layout import HEAP_BASE, PC_MARK, PC_SWEEP, R_HDR, R_POS, ROOT_BASE
 from whatif.simulator.gc.state import IMMORTAL
-from whatif.simulator.isa import FIELDS, OP_ALU, OP_LOAD, InstrBlock
+from whatif.simulator.isa import FIELDS, OP_ALU, OP_BRANCH, OP_LOAD, InstrBlock
 
 KB = 1024
 
@@ -76,3 +76,26 @@ def test_huge_objects_grow_the_buffer_when_copied():
     KA.add_root(h.H, arr, IMMORTAL)
     c = h.collect("explicit", sink=lambda blk: None)
     assert c.copied_bytes == (64 * KB + 4 + 7) // 8 * 8 and c.instructions > 4 * 8 * KB
+
+
+def test_the_instruction_writer_compiles_once_whatever_constants_its_callers_name():
+    """The writers hand every field to ``layout.ins`` as a run-time value of one type: the registers and ops
+    they name, passed on as constants, compiled a copy of it per combination (59 in the mark-sweep step)."""
+    from numba import njit
+
+    from whatif.simulator.gc import layout as L
+
+    @njit
+    def writes(B, pc, addr):
+        n = L.alu(B, 0, True, pc, L.R_CNT, L.R_POS, -1)
+        n = L.load(B, n, True, pc + 4, L.R_HDR, L.R_OBJ, addr, 4)
+        n = L.store(B, n, False, pc + 8, L.R_TMP, L.R_SP, addr + 8, 4)       # not emitted
+        return L.branch(B, n, True, pc + 12, L.R_TST, True, pc)
+
+    block = InstrBlock.empty(4)
+    assert writes(block.arrays(), 0x0F00_0000, HEAP_BASE) == 3
+    assert list(block.op[:3]) == [OP_ALU, OP_LOAD, OP_BRANCH] and block.op[3] == 0
+    assert list(block.pc[:3]) == [0x0F00_0000, 0x0F00_0004, 0x0F00_000C]
+    assert (block.dst[0], block.src1[0], block.src2[0]) == (L.R_CNT, L.R_POS, -1)
+    assert (block.mem_addr[1], block.areg[1], block.taken[2], block.target[2]) == (HEAP_BASE, L.R_OBJ, 1, 0x0F00_0000)
+    assert len(L.ins.signatures) == 1

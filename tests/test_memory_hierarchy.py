@@ -711,6 +711,24 @@ def test_timed_prefetch_below_the_l1s_is_ready_after_the_memory_latency():
     assert memport.channel_wait_of(state) == 0 and h.counters()["levels"]["L2"]["late_prefetches"] == 0
 
 
+def test_the_outcome_helpers_compile_one_copy_of_the_memory_kernel_for_any_integer_types():
+    """``memport.data_outcome``/``fetch_outcome`` (the reference core's and the tests' way in) give their
+    arguments the core's types: a plain ``int`` PC compiled a second copy of the whole data path."""
+    from whatif.simulator.core import memport
+    platform = load_platform("nehalem")
+    outcomes = []
+    for pc, addr, now in ((0x400000, 0x4000000, 0), (np.uint64(0x400000), np.uint64(0x4000000), np.int32(0))):
+        h = MemoryHierarchy(platform)
+        state = tuple(h.state)
+        outcomes.append((memport.fetch_outcome(state, pc, 4, now), memport.data_outcome(state, addr, 8, 1, pc, now),
+                         memport.data_outcome(state, addr, 8, 1, pc, now + 500),
+                         h.counters()["levels"]["L1D"]))
+    assert outcomes[0] == outcomes[1]
+    names = h.level_names + ["memory"]
+    assert (names[outcomes[0][1][0]], names[outcomes[0][2][0]]) == ("memory", "L1D")
+    assert len(memport._data_outcome.signatures) == 1 and len(memport._fetch_outcome.signatures) == 1
+
+
 def test_a_streamer_needs_requests_from_a_level_above():
     with pytest.raises(Exception, match="caches.L1D.prefetchers: a streamer follows the requests"):
         load_platform("nehalem", ["caches.L1D.prefetchers=['streamer']"])
