@@ -310,7 +310,7 @@ def _below(mem, lvl, first, last, src, write, page_bits, now):
     mv = memport.views(mem)
     MK._st(mv, MS.SCR_NOW, now)
     MK._st(mv, MS.G_CH_DELAY, 0)
-    MK._cache_access(mv, lvl, first, last, src, write, page_bits, True)
+    MK._cache_access(mv, lvl, first, last, src, write, page_bits, MS._var(True))     # (as warming: one copy)
     if MK._ld(mv, MS.G_ST_N) != 0:
         MC.run_streamers(mv)
     return memport.channel_wait(mv)
