@@ -30,20 +30,22 @@ DESCRIPTION = "whatif: compiling kernels (first run only)"
 ESTIMATES_FILE = "whatif_compile_seconds.json"
 COMPILED_SECONDS = 1.0        # a step this long compiled (loading a kernel from the cache takes milliseconds)
 # seconds each step took with an empty numba cache as the first of its kind (the first core flavour compiles
-# the memory hierarchy's functions, which a second one reuses) on the 2-core AMD EPYC CI host, 2026-12-02;
-# tests/benchmarks/bench_compile.py --steps measures them again beside these
+# the memory hierarchy's functions, which a second one reuses) on the 2-core AMD EPYC CI host, 2026-12-02 (cache
+# warming, the collectors and the GC microbenchmarks after constants stopped compiling copies of the cache access
+# and of the collectors' instruction writer); tests/benchmarks/bench_compile.py --steps measures them again beside
+# these
 DEFAULT_SECONDS = {
     "synthesiser": 8.6,
     "core timing (TAGE predictor)": 57.0,
     "core timing": 59.2,
     "functional warming (TAGE predictor)": 9.8,
     "functional warming": 10.9,
-    "cache warming": 27.1,
+    "cache warming": 17.3,
     "profiler": 2.0,
-    "garbage collector (mark-sweep)": 35.6,
-    "garbage collector (copying)": 21.0,
+    "garbage collector (mark-sweep)": 23.5,
+    "garbage collector (copying)": 13.3,
     "address-trace kernel": 28.3,
-    "GC microbenchmarks": 7.2,
+    "GC microbenchmarks": 4.6,
     "FlowGSP miner": 6.5,
 }
 FALLBACK_SECONDS = 30.0       # a step with no figure at all
