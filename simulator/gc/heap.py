@@ -35,6 +35,7 @@ from whatif.simulator.gc.state import (A_GROW_ROOTS, COLLECTOR_IDS, P_CLEAR, P_C
                                 new_arrays)
 from whatif.simulator.gc.timing import empty_buffer
 from whatif.simulator.isa import InstrBlock
+from whatif.simulator.memory import state as memory_state
 
 DEFAULT_BUFFER = 1 << 15
 
@@ -384,4 +385,5 @@ class Heap:
         return int(self.H.gmap[offset >> 3])
 
 
-drop_stale_caches("gc", (isa, layout, state, KA, KC, KM))   # the collectors inline layout's helpers
+# the collectors inline layout's helpers, and with them the memory state's run-time-value intrinsic (``_var``)
+drop_stale_caches("gc", (isa, layout, state, memory_state, KA, KC, KM))

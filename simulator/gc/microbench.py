@@ -44,6 +44,7 @@ from whatif.simulator.gc.layout import HEAP_BASE, PC_ALLOC, R_CNT, R_DST, R_POS,
 from whatif.simulator.gc.state import IMMORTAL, S_NROOTS, grown
 from whatif.simulator.gc.timing import GcTimer, empty_buffer
 from whatif.simulator.isa import InstrBlock
+from whatif.simulator.memory import state as memory_state
 from whatif.simulator.platform import Platform
 
 STEPS = ("live", "dead", "empty")
@@ -136,4 +137,5 @@ def copy_bandwidth(platform: Platform, nbytes: int = 4 * MB, seed: int = 0) -> d
             "bytes_per_second": nbytes / seconds if seconds > 0 else float("inf")}
 
 
-drop_stale_caches("gc_microbench", (isa, layout, state, sys.modules[__name__]))   # layout's helpers inlined
+# layout's helpers inlined, and with them the memory state's ``_var``
+drop_stale_caches("gc_microbench", (isa, layout, state, memory_state, sys.modules[__name__]))
