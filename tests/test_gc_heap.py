@@ -147,6 +147,28 @@ def test_out_of_memory_when_live_data_fills_the_heap():
     assert c.out_of_memory and c.live_objects == 101
 
 
+def test_a_fields_store_is_inlined_and_compiles_no_copy_per_constant_index():
+    """The list builder stores fields 0 and 1 by constant index: ``set_field`` as a call compiled a copy per
+    index; inlined, it compiles none, and the stores link what they name."""
+    from numba import njit
+
+    heap = small_heap(heap_kb=64)
+    before = set(KA.set_field.signatures)
+
+    @njit
+    def chain(H, size, two, none):
+        a, b, c = KA.alloc_raw(H, size, two), KA.alloc_raw(H, size, two), KA.alloc_raw(H, size, none)
+        KA.set_field(H, a, 0, b)
+        KA.set_field(H, a, 1, -1)
+        KA.set_field(H, b, 1, c)
+        return a
+
+    KA.add_root(heap.H, chain(heap.H, np.int64(16), np.int64(2), np.int64(0)), IMMORTAL)
+    KA.alloc_raw(heap.H, 16, 0)                               # unreachable
+    assert set(KA.set_field.signatures) == before
+    assert heap.collect("explicit").live_objects == 3
+
+
 def test_expand_policy_grows_the_heap():
     heap = Heap(heap_config(heap_bytes=64 * KB, growth="expand", max_heap_bytes=1024 * KB, min_free_ratio=0.5))
     stream = AllocationStream(behaviour(immortal=0.3, phase=0.0, short=0.7), 4, seed=2, batch=1000)

@@ -279,9 +279,10 @@ def add_root(H, addr, death):
     return _root_slot(H, addr, death)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def set_field(H, addr, k, target):
-    """Store ``target`` (a heap offset, or -1 for null) into reference field ``k`` of the object at ``addr``."""
+    """Store ``target`` (a heap offset, or -1 for null) into reference field ``k`` of the object at ``addr``.
+    Inlined into the kernels that call it: a call compiled a copy per constant field index (``0``, ``1``)."""
     H.mem[((addr + H.S[S_HDR]) >> 2) + k] = np.int32(target + 1)
 
 
