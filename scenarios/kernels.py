@@ -8,17 +8,43 @@ figures in :data:`DEFAULT_SECONDS`.  Later runs load the kernels from numba's ca
 and no bar shows.  Compiling up front also keeps compilation out of the run itself: out of its progress
 bar's time left and out of the simulation rate it reports.
 
+numba compiles under one lock per process, so the steps would compile one after another however many cores idle
+meanwhile. So, as soon as a step begins to compile (numba's ``numba:compile`` event, which a kernel loaded from
+the cache never fires), a helper process is started that builds the same steps (the same step factory on the same
+arguments) and takes them from the last one backwards, while this process goes on from the first. A step is taken
+once, by whichever process first creates its claim file (``O_EXCL``), so the two meet in between and no step is
+compiled by both. This process still runs every step itself, a step the helper compiled once the helper's done
+file for it appears (it then loads from numba's cache), so whatever a step leaves in this process (the
+synthesiser's static program) is there as before. A helper that fails or dies leaves the steps it had not finished
+to this process, which compiles them: the helper can only make the steps end sooner. Steps that share a callee
+(the core's flavours and the warming kernels share the memory hierarchy's) compile it where they run, unless the
+other process has cached it by then (numba looks in its cache before it compiles any function); numba writes its
+cache files whole (a temporary file renamed), and both processes compile the callee for the same signature.
+
+Nothing starts when no step compiles (a warm cache), when there is one step, on a single CPU, or with
+``WHATIF_COMPILE_HELPER=0``.
+
 Modules of the core and the synthesiser are imported only when a step needs them (``whatif cachesim``
 loads the address-trace kernel alone, and its start-up counts).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
+from numba.core import event
 
 from whatif.scenarios.errors import ScenarioError
 from whatif.scenarios.results.progress import run_steps
@@ -49,6 +75,14 @@ DEFAULT_SECONDS = {
     "FlowGSP miner": 6.5,
 }
 FALLBACK_SECONDS = 30.0       # a step with no figure at all
+STEP_FACTORY = f"{__name__}:kernel_steps"     # (the helper process makes the same steps)
+HELPER_ENV = "WHATIF_COMPILE_HELPER"
+# for the bar's time left: seconds from the helper's start to its first step (a Python process importing the
+# simulator and making the steps: 0.36-0.38 s for Nehalem's sampled steps on the 2-core Xeon host, 2026-12-02),
+# and a core's or a warming kernel's load from numba's cache once the helper has compiled it (0.010-0.013 s there)
+HELPER_START_SECONDS = 0.5
+LOAD_SECONDS = 0.05
+POLL_SECONDS = 0.05
 
 
 def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = None, sampled: bool = False,
@@ -106,15 +140,23 @@ def kernel_steps(platforms: Iterable[Platform] = (), predictor: str | None = Non
 def load_kernels(progress: bool, *args, **kwargs) -> None:
     """Load (on the first run: compile) the kernels of :func:`kernel_steps` (``args``, ``kwargs``: its
     arguments) under a bar with the time left when ``progress``; the seconds of the steps that compiled are
-    recorded as this machine's estimates."""
-    steps = kernel_steps(*args, **kwargs)
+    recorded as this machine's estimates (a step the helper process compiled: its seconds there).  Once a step
+    compiles, a helper process compiles the last steps meanwhile (module docstring)."""
+    steps = make_steps(STEP_FACTORY, args, kwargs)
     if not steps:
         return
     path = estimates_path()
     known = read_estimates(path)
-    seconds = run_steps([(name, known.get(name, DEFAULT_SECONDS.get(name, FALLBACK_SECONDS)), fn)
-                         for name, fn in steps], DESCRIPTION, enabled=progress)
-    compiled = {name: round(s, 1) for (name, _), s in zip(steps, seconds) if s >= COMPILED_SECONDS}
+    names = [name for name, _ in steps]
+    estimates = [known.get(name, DEFAULT_SECONDS.get(name, FALLBACK_SECONDS)) for name in names]
+    sharing = StepSharing(STEP_FACTORY, args, kwargs, names, estimates) if helper_allowed(len(steps)) else None
+    with sharing or nullcontext():
+        seconds = run_steps([(name, est, sharing.step(i, fn) if sharing else fn)
+                             for i, ((name, fn), est) in enumerate(zip(steps, estimates))], DESCRIPTION,
+                            enabled=progress, estimates=estimates)
+    # a step the helper compiled: the seconds it took there
+    by_name = {**dict(zip(names, seconds)), **(sharing.helper_seconds if sharing else {})}
+    compiled = {name: round(s, 1) for name, s in by_name.items() if s >= COMPILED_SECONDS}
     if compiled:
         write_estimates(path, {**known, **compiled})
 
@@ -202,3 +244,171 @@ def _mine() -> None:
 
     vertices = [{"id": v, "weight": 1, "attributes": ["A"]} for v in (0, 1)]
     FlowGSP(n_generations=1).fit(EFG.from_methods([{"name": "m", "vertices": vertices, "edges": [[0, 1, 1]]}]))
+
+
+# ============================================================================ the helper process
+def make_steps(factory: str, args: tuple, kwargs: dict[str, Any]) -> list[tuple[str, Callable[[], object]]]:
+    """The steps ``factory`` (``"module:function"``) makes of ``args`` and ``kwargs``: (name, callable) pairs."""
+    module, _, function = factory.partition(":")
+    return list(getattr(importlib.import_module(module), function)(*args, **kwargs))
+
+
+def helper_allowed(n_steps: int) -> bool:
+    """Whether a helper may start for ``n_steps`` steps: two or more, two or more CPUs this process may run
+    on, and not turned off by ``WHATIF_COMPILE_HELPER=0``."""
+    if n_steps < 2 or os.environ.get(HELPER_ENV, "1").strip() == "0":
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:                      # (not on Linux)
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+def split(estimates: list[float], first: int, parent_left: float, helper_start: float) -> int:
+    """Where the two processes are expected to meet: the index of the first step the helper takes, when this
+    process has ``parent_left`` seconds of step ``first`` to go and takes the steps after it in order, and
+    the helper, ready in ``helper_start`` seconds, takes them from the last one backwards; each next step goes
+    to whichever is free first (this process on a tie)."""
+    parent, helper = parent_left, helper_start
+    lo, hi = first + 1, len(estimates) - 1
+    while lo <= hi:
+        if parent <= helper:
+            parent += estimates[lo]
+            lo += 1
+        else:
+            helper += estimates[hi]
+            hi -= 1
+    return lo
+
+
+class StepSharing:
+    """Shares steps with a helper process while in use (a context manager).  ``factory``: the steps'
+    factory as ``"module:function"``, which ``factory(*args, **kwargs)`` makes, in this process and in the
+    helper, into (name, callable) pairs, named ``names`` in this order; ``estimates``: their estimated
+    seconds, a list that :meth:`step` revises when the helper starts (the steps it is expected to take become
+    this process's wait for them; :func:`~whatif.scenarios.results.progress.run_steps` reads it)."""
+
+    def __init__(self, factory: str, args: tuple, kwargs: dict[str, Any], names: list[str],
+                 estimates: list[float]):
+        self.factory, self.args, self.kwargs, self.names, self.estimates = factory, args, kwargs, names, estimates
+        self.dir: Path | None = None
+        self.proc: subprocess.Popen | None = None
+        self.started = False
+        self.running = -1                        # the step this process runs, and when it began
+        self.began = 0.0
+        self.helper_seconds: dict[str, float] = {}   # seconds the helper took for the steps it ran
+
+    def __enter__(self) -> "StepSharing":
+        try:
+            job = pickle.dumps((self.factory, self.args, self.kwargs, self.names))
+            self.dir = Path(tempfile.mkdtemp(prefix="whatif-compile-"))
+            (self.dir / "job.pkl").write_bytes(job)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            # (arguments a process cannot be given, no temporary directory: every step here, as without a helper)
+            if self.dir is not None:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.dir = None
+            return self
+        self._listener = _OnCompile(self._compiling)
+        event.register("numba:compile", self._listener)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.dir is None:
+            return
+        event.unregister("numba:compile", self._listener)
+        if self.proc is not None:
+            # every step the helper claimed is done (this process waited for each), or this process is leaving
+            # on an error: the helper has nothing left to do here
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def step(self, i: int, fn: Callable[[], object]) -> Callable[[], object]:
+        """Step ``i`` as this process runs it: claimed and run, or, if the helper has it, run once the helper
+        is done with it (or has died)."""
+        def run():
+            self.running, self.began = i, time.perf_counter()
+            if self.dir is not None and not _claim(self.dir, i):
+                self._wait_for(i)
+            return fn()
+        return run
+
+    def _compiling(self) -> None:
+        if not self.started and 0 <= self.running < len(self.names) - 1:
+            self.started = True
+            try:
+                self._start_helper()
+            except OSError:
+                self.proc = None               # (no process to be had: this one compiles every step, as before)
+
+    def _start_helper(self) -> None:
+        code = ("import json, sys\nsys.path[:0] = json.loads(sys.argv[2])\n"
+                "from whatif.scenarios.kernels import helper_main\nhelper_main(sys.argv[1])\n")
+        path = json.dumps([str(p) for p in sys.path])          # (the same whatif, wherever it was imported from)
+        with open(self.dir / "helper.err", "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-c", code, str(self.dir), path], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=err)
+        i = self.running
+        left = max(self.estimates[i] - (time.perf_counter() - self.began), 0.0)
+        meet = split(self.estimates, i, left, HELPER_START_SECONDS)
+        if meet < len(self.names):
+            # this process reaches step ``meet`` when its own steps are done and waits there for the helper,
+            # which finishes its last step (this one) then; the later ones are done by then: loads
+            mine = left + sum(self.estimates[i + 1:meet])
+            theirs = HELPER_START_SECONDS + sum(self.estimates[meet:])
+            for j in range(meet, len(self.names)):
+                self.estimates[j] = LOAD_SECONDS
+            self.estimates[meet] += max(theirs - mine, 0.0)
+
+    def _wait_for(self, i: int) -> None:
+        done = self.dir / f"done-{i}"
+        while not done.exists():
+            if self.proc is None or self.proc.poll() is not None:
+                # (a last look: the helper may have finished the step just before it exited)
+                if not done.exists():
+                    return
+                break
+            time.sleep(POLL_SECONDS)
+        self.helper_seconds[self.names[i]] = float(done.read_text())
+
+
+class _OnCompile(event.Listener):
+    """Calls ``fn`` when a compilation begins (numba calls listeners on the compiling thread)."""
+
+    def __init__(self, fn: Callable[[], None]):
+        self.fn = fn
+
+    def on_start(self, ev) -> None:
+        self.fn()
+
+    def on_end(self, ev) -> None:
+        pass
+
+
+def _claim(folder: Path, i: int) -> bool:
+    """Claim step ``i`` for the calling process: True if no process had."""
+    try:
+        os.close(os.open(folder / f"claim-{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
+def helper_main(folder: str) -> None:
+    """The helper process: make the job's steps and run them from the last one backwards, each it can claim,
+    until one is already claimed; after each, its done file holds the seconds it took."""
+    where = Path(folder)
+    with open(where / "job.pkl", "rb") as f:
+        factory, args, kwargs, names = pickle.load(f)
+    steps = dict(make_steps(factory, args, kwargs))
+    for i in range(len(names) - 1, -1, -1):
+        if not _claim(where, i):
+            return
+        t0 = time.perf_counter()
+        steps[names[i]]()
+        tmp = where / f"done-{i}.tmp"
+        tmp.write_text(repr(time.perf_counter() - t0))
+        os.replace(tmp, where / f"done-{i}")

@@ -1,18 +1,22 @@
 """Loading the kernels a command calls before it runs (scenarios/kernels.py) under a bar with the time left
-(scenarios/results/progress.run_steps)."""
+(scenarios/results/progress.run_steps), and the helper process that compiles the last steps meanwhile."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 from rich.console import Console
 
+from compile_fakes import small_graph
 from whatif.models.flowgsp import kernel as FK
 from whatif.scenarios import kernels
 from whatif.scenarios.errors import ScenarioError
@@ -112,7 +116,7 @@ def test_load_kernels_estimates_from_this_machines_record_and_records_what_compi
     kernels.write_estimates(path, {"core timing": 50.0})
     seen = {}
 
-    def fake_run_steps(steps, description, enabled):
+    def fake_run_steps(steps, description, enabled, estimates=None):
         seen["estimates"] = {name: est for name, est, _ in steps}
         return [31.0, 0.02]                  # the first step compiled, the second loaded from the cache
     monkeypatch.setattr(kernels, "run_steps", fake_run_steps)
@@ -217,3 +221,159 @@ def test_a_command_calls_no_kernel_its_steps_did_not_load(args, tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# ------------------------------------------------------------------------------------ the helper process
+FAKES = "compile_fakes:fake_steps"
+
+
+def load_fakes(monkeypatch, tmp_path, names, precompiled=(), **fake_kwargs) -> tuple[Path, list[tuple[str, int]]]:
+    """``load_kernels`` over the fake steps (tests/compile_fakes.py; ``precompiled``: steps compiled before) in a
+    folder of their own; returns the estimates record's path and the runs (step, pid) in the order they began."""
+    folder = tmp_path / "steps"
+    folder.mkdir()
+    for name in precompiled:
+        (folder / f"compiled-{name}").write_text("1")
+    record = tmp_path / kernels.ESTIMATES_FILE
+    monkeypatch.setattr(kernels, "STEP_FACTORY", FAKES)
+    monkeypatch.setattr(kernels, "estimates_path", lambda: record)
+    monkeypatch.setattr(kernels, "helper_allowed", lambda n: n >= 2)            # (whatever CPUs the host has)
+    fake_kwargs.setdefault("compile_seconds", {})
+    kernels.load_kernels(False, str(folder), names, parent=os.getpid(), **fake_kwargs)
+    runs = [(name, int(pid)) for name, pid in (line.split() for line in (folder / "runs.log").read_text().splitlines())]
+    return record, runs
+
+
+def compiled_by(tmp_path, name: str) -> int:
+    return int((tmp_path / "steps" / f"compiled-{name}").read_text())
+
+
+def test_the_helper_compiles_the_last_steps_and_this_process_still_runs_every_step(monkeypatch, tmp_path):
+    # the first step compiles until the helper has compiled the last, so the helper certainly takes it
+    record, runs = load_fakes(monkeypatch, tmp_path, ["a", "b", "c"], compile_seconds={"c": 1.2},
+                              wait_in_first="finished-c")
+    me = os.getpid()
+    assert compiled_by(tmp_path, "a") == me and compiled_by(tmp_path, "c") != me
+    helper = compiled_by(tmp_path, "c")
+    # every step ran here, in order, after the helper's steps were done; the helper ran only what it compiled
+    assert [name for name, pid in runs if pid == me] == ["a", "b", "c"]
+    assert {name for name, pid in runs if pid == helper} <= {"b", "c"}
+    assert runs.index(("c", me)) > runs.index(("c", helper))
+    # each step compiled once, by one process
+    assert {compiled_by(tmp_path, n) for n in "abc"} <= {me, helper}
+    # the helper's 1.2 s compile is what the record keeps for "c", not this process's load of it
+    assert 1.0 <= kernels.read_estimates(record)["c"] < 10.0
+
+
+def test_a_step_the_helper_left_unfinished_is_compiled_here(monkeypatch, tmp_path):
+    # the helper claims "c" and dies before compiling it; the first step waits for that
+    _, runs = load_fakes(monkeypatch, tmp_path, ["a", "b", "c"], die_in_helper="c", wait_in_first="helper-died")
+    me = os.getpid()
+    assert {compiled_by(tmp_path, n) for n in "abc"} == {me}
+    assert [name for name, pid in runs if pid == me] == ["a", "b", "c"]
+    assert [name for name, pid in runs if pid != me] == ["c"]
+
+
+def test_no_helper_starts_when_nothing_compiles(monkeypatch, tmp_path):
+    _, runs = load_fakes(monkeypatch, tmp_path, ["a", "b", "c"], precompiled="abc")
+    assert runs == [("a", os.getpid()), ("b", os.getpid()), ("c", os.getpid())]
+
+
+def test_arguments_a_process_cannot_be_given_leave_every_step_here(tmp_path):
+    ran = []
+    with kernels.StepSharing(FAKES, (lambda: None,), {}, ["a", "b"], [1.0, 1.0]) as sharing:
+        assert sharing.dir is None
+        for i, name in enumerate("ab"):
+            sharing.step(i, lambda name=name: ran.append(name))()
+    assert ran == ["a", "b"] and sharing.proc is None
+
+
+def test_the_helper_needs_two_steps_two_cpus_and_is_not_turned_off(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.delenv(kernels.HELPER_ENV, raising=False)
+    assert kernels.helper_allowed(2) and not kernels.helper_allowed(1)
+    monkeypatch.setenv(kernels.HELPER_ENV, "0")
+    assert not kernels.helper_allowed(2)
+    monkeypatch.setenv(kernels.HELPER_ENV, "1")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert not kernels.helper_allowed(5)
+
+
+def test_split_where_a_step_goes_to_whichever_process_is_free_first():
+    # this process has 5 s of step 0 left, the helper is ready in 2 s: it takes the 20 s step, this process the
+    # 60 s one (at 5 s), the helper the 10 s one (at 22 s)
+    assert kernels.split([9.0, 60.0, 10.0, 20.0], 0, 5.0, 2.0) == 2
+    assert kernels.split([9.0, 1.0], 0, 30.0, 2.0) == 1                   # the helper is free first: it takes step 1
+    assert kernels.split([9.0, 1.0], 0, 1.0, 2.0) == 2                    # this process is: nothing for the helper
+    assert kernels.split([9.0], 0, 9.0, 2.0) == 1
+
+
+@given(st.lists(st.floats(0.0, 100.0), min_size=1, max_size=12), st.data())
+def test_split_never_ends_later_than_this_process_alone(estimates, data):
+    first = data.draw(st.integers(0, len(estimates) - 1))
+    left = data.draw(st.floats(0.0, 100.0))
+    start = data.draw(st.floats(0.0, 10.0))
+    meet = kernels.split(estimates, first, left, start)
+    assert first + 1 <= meet <= len(estimates)
+    alone = left + sum(estimates[first + 1:])
+    mine = left + sum(estimates[first + 1:meet])
+    theirs = start + sum(estimates[meet:]) if meet < len(estimates) else 0.0
+    assert max(mine, theirs) <= alone + 1e-9
+
+
+def test_the_bar_reads_estimates_a_step_revises():
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    estimates = [600.0, 60.0]
+    time_left = re.compile(r"compiling: first step.*0:5[01]:\d\d")        # 3060 s: about 51 minutes
+    drawn = threading.Event()
+
+    def first_step():
+        estimates[1] = 2460.0
+        for _ in range(400):
+            if time_left.search(out.getvalue()):
+                drawn.set()
+                return
+            drawn.wait(0.05)
+    run_steps([("first step", 600.0, first_step), ("second", 60.0, lambda: None)], "compiling", delay=0.0,
+              console=console, estimates=estimates)
+    assert drawn.is_set()
+
+
+HELPER_RUN = """
+import json, sys
+import whatif.scenarios.kernels as K
+seen = {}
+real_exit = K.StepSharing.__exit__
+
+def leave(self, *exc):
+    seen.update(self.helper_seconds)
+    return real_exit(self, *exc)
+
+K.StepSharing.__exit__ = leave
+K.load_kernels(False, collectors=("copying",), miner=True)
+print(json.dumps(seen))
+"""
+
+MINE = """
+import json
+from whatif.models.flowgsp import FlowGSP
+from compile_fakes import small_graph
+print(FlowGSP(n_generations=3).fit(small_graph()).table().to_json())
+"""
+
+
+def test_real_kernels_compiled_by_a_helper_load_and_give_the_same_results(tmp_path):
+    """A cold cache: the copying collector compiles here and the FlowGSP miner in the helper, which records
+    its seconds; a later process loads the miner the helper cached and mines what this process mines."""
+    from whatif.models.flowgsp import FlowGSP
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), WHATIF_COMPILE_HELPER="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", HELPER_RUN], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert set(json.loads(run.stdout.splitlines()[-1])) == {"FlowGSP miner"}
+    mined = subprocess.run([sys.executable, "-c", MINE], env=env, capture_output=True, text=True, timeout=600)
+    assert mined.returncode == 0, mined.stderr
+    here = FlowGSP(n_generations=3).fit(small_graph()).table()
+    assert len(here) > 0 and json.loads(mined.stdout.splitlines()[-1]) == json.loads(here.to_json())

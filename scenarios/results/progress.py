@@ -59,15 +59,19 @@ def status(label: str, enabled: bool = True) -> Iterator[Callable[[str], None]]:
 
 
 def run_steps(steps: Sequence[tuple[str, float, Callable[[], object]]], description: str, enabled: bool = True,
-              delay: float = 0.5, console=None) -> list[float]:
+              delay: float = 0.5, console=None, estimates: list[float] | None = None) -> list[float]:
     """Run ``steps`` -- (label, estimated seconds, callable) -- in order; returns each one's seconds.
 
     Work that reports no progress of its own (a numba compilation) gets a bar whose units are the estimated
     seconds: within a step it moves with the clock, up to just short of the step's estimate, and it jumps to
     the step's end when the step returns; the time left is then the rest of the estimates, and grows while a
     step overruns its own.  The bar appears only once the steps have run ``delay`` seconds, so steps that
-    finish sooner (kernels loaded from the cache) show nothing.  ``console``: rich's, default stderr's."""
-    total = sum(est for _, est, _ in steps)
+    finish sooner (kernels loaded from the cache) show nothing.  ``console``: rich's, default stderr's.
+    ``estimates``: the steps' estimates as a list that a running step may revise (a step another process
+    has taken is then this one's wait for it: :mod:`whatif.scenarios.kernels`); the bar reads it at
+    every redraw.  Default: the steps' own."""
+    est = [e for _, e, _ in steps] if estimates is None else estimates
+    total = sum(est)
     seconds: list[float] = []
     bar = None
     if enabled and total > 0:
@@ -85,7 +89,7 @@ def run_steps(steps: Sequence[tuple[str, float, Callable[[], object]]], descript
             seconds.append(time.perf_counter() - t0)
         return seconds
     task = bar.add_task(description, total=total)
-    current = (0.0, 0.0, time.perf_counter(), "")        # units before the step, its estimate, its start, label
+    current = (0, time.perf_counter(), "")                # the step running, its start, its label
     finished = threading.Event()
 
     def tick() -> None:
@@ -93,20 +97,18 @@ def run_steps(steps: Sequence[tuple[str, float, Callable[[], object]]], descript
             return
         bar.start()
         while not finished.is_set():
-            before, est, t0, label = current
-            bar.update(task, completed=before + step_position(time.perf_counter() - t0, est),
+            i, t0, label = current
+            bar.update(task, total=sum(est), completed=sum(est[:i]) + step_position(time.perf_counter() - t0, est[i]),
                        description=f"{description}: {label}")
             finished.wait(0.1)
 
     ticker = threading.Thread(target=tick, daemon=True)
     ticker.start()
     try:
-        before = 0.0
-        for label, est, fn in steps:
-            current = (before, est, time.perf_counter(), label)
+        for i, (label, _, fn) in enumerate(steps):
+            current = (i, time.perf_counter(), label)
             fn()
-            seconds.append(time.perf_counter() - current[2])
-            before += est
+            seconds.append(time.perf_counter() - current[1])
     finally:
         finished.set()
         ticker.join()
