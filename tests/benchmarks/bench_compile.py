@@ -1,6 +1,6 @@
 """What a first run pays to compile the numba kernels, and what a later run pays to load them.
 
-    python tests/benchmarks/bench_compile.py [--only simulate,cachesim,gc,traces] [--steps]
+    python tests/benchmarks/bench_compile.py [--only simulate,cachesim,gc,traces] [--steps] [--helper [--repeats N]]
 
 Each group runs in a fresh process with an empty ``NUMBA_CACHE_DIR`` (cold: everything it calls is
 compiled, as on a fresh install or a fresh clone's test run), then in a second fresh process on the cache
@@ -23,6 +23,12 @@ runs this checkout's calls against another checkout's package.
 cachesim``, ``whatif gc`` with each collector, ``whatif profile`` on the z10, ``whatif mine`` and ``whatif run``
 of the HBench:JGC study run them (a fresh process and an empty cache each), beside the estimates the bar shows
 when this machine has no record of its own (``kernels.DEFAULT_SECONDS``).
+
+``--helper`` times ``kernels.load_kernels`` whole, cold, as ``whatif simulate --sample`` on Nehalem, a study
+whose runs use both core flavours (Nehalem with TAGE and with gshare) and ``whatif profile`` on the z10 run it,
+with the compile helper (``scenarios/kernels.py``) and, its anchor, without (``WHATIF_COMPILE_HELPER=0``:
+every step in one process, as before it): a fresh process and an empty cache each, the two alternated
+``--repeats`` times (the order reversed every other round).
 """
 
 from __future__ import annotations
@@ -86,11 +92,44 @@ def main_steps(tree: Path) -> None:
                       flush=True)
 
 
+#: the commands whose whole kernel loading ``--helper`` times: kernels.load_kernels arguments
+HELPER_RUNS = {"simulate --sample, nehalem": "[load_platform('nehalem')], sampled=True, workload='464.h264ref'",
+               "two core flavours, nehalem": "[load_platform('nehalem'), load_platform('nehalem', "
+                                             "['branch_predictor.kind=gshare'])], workload='464.h264ref'",
+               "profile, z10": "[load_platform('z10')], workload='websphere/was', profiler=True"}
+
+
+def run_load(call: str, helper: bool, tree: Path) -> float:
+    code = ("import sys, time\nsys.path[:0] = [%r]\nfrom whatif.scenarios.kernels import load_kernels\n"
+            "from whatif.simulator.platform import load_platform\n"
+            "t = time.perf_counter(); load_kernels(False, %s); print(time.perf_counter() - t)\n"
+            % (str(tree.parent), call))
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1",
+                   WHATIF_COMPILE_HELPER="1" if helper else "0")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def main_helper(tree: Path, repeats: int) -> None:
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; cold kernel loading, seconds")
+    print(f"{'command':28s} {'with the helper':>24s} {'one process (anchor)':>24s}")
+    for command, call in HELPER_RUNS.items():
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for r in range(repeats):
+            for helper in ((True, False) if r % 2 == 0 else (False, True)):
+                times[helper].append(run_load(call, helper, tree))
+        print(f"{command:28s} {' '.join(f'{t:6.1f}' for t in times[True]):>24s} "
+              f"{' '.join(f'{t:6.1f}' for t in times[False]):>24s}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups")
     ap.add_argument("--tree", type=Path, default=ROOT, help="another checkout to time (for the anchors)")
     ap.add_argument("--steps", action="store_true", help="time the kernel steps of whatif simulate, cachesim and gc")
+    ap.add_argument("--helper", action="store_true", help="time whole kernel loadings with and without the helper")
+    ap.add_argument("--repeats", type=int, default=2, help="--helper: runs of each")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as links:
         # the package is imported as ``whatif``: a temporary directory's whatif points at the tree
@@ -99,6 +138,9 @@ def main() -> None:
         if args.steps:
             sys.path.insert(0, links)
             main_steps(tree)
+            return
+        if args.helper:
+            main_helper(tree, args.repeats)
             return
         print(f"{'group':10s} {'cold s':>8s} {'warm s':>8s}   anchor cold / warm (24412be)")
         for group in args.only.split(","):
