@@ -16,14 +16,27 @@ typing and lowering registry it has (linear algebra with scipy, random generator
 needs none of that, only the runtime (NRT) its code allocates through; a compilation refreshes the context
 in full anyway (numba's compiler does, before typing).  So a group's kernels load through
 :class:`RegistryFreeCache`.
+
+Saving a compiled kernel, numba reads the function's index, names a data file after the entries it holds, writes
+the file, then the index: two processes that compile two signatures of one function at once (the test suite's
+workers, a command and its compile helper: ``scenarios/kernels.py``) can both read the same index, name the same
+data file and each overwrite the other's, leaving an index entry whose data is the other signature's code.  So
+:class:`RegistryFreeCache` saves under an exclusive lock of the function's index (``flock``, where there is one).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable
+from typing import Iterable, Iterator
+
+try:
+    import fcntl
+except ImportError:                      # (not on Windows: saves there are as numba makes them)
+    fcntl = None
 
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
@@ -43,6 +56,29 @@ class RegistryFreeCache(FunctionCache):
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
+
+    def save_overload(self, sig, data):
+        """numba's save, one process at a time per function (module docstring)."""
+        with self._index_locked():
+            super().save_overload(sig, data)
+
+    @contextmanager
+    def _index_locked(self) -> Iterator[None]:
+        index = getattr(getattr(self, "_cache_file", None), "_index_path", None)      # (numba 0.68's names)
+        if fcntl is None or index is None or not self._enabled:
+            yield
+            return
+        try:
+            self._impl.locator.ensure_cache_path()
+            fd = os.open(index + ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError:
+            yield                        # (a cache numba cannot write either: its save fails as it always did)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)                 # (releases the lock)
 
 
 def sources_digest(files: Iterable[Path]) -> str:

@@ -114,3 +114,35 @@ def test_the_engines_kernels_load_without_the_registry_refresh(tmp_path):
     second = probe()                               # loads it
     assert first[0] == second[0] and first[2] == second[2] == str(_LOAD_STEPS)
     assert second[1] == str(not _LOAD_STEPS)
+
+
+RACY = textwrap.dedent("""\
+    import sys
+    from numba import njit
+    from whatif.jitcache import drop_stale_caches
+
+
+    @njit(cache=True)
+    def k(x):
+        return x * 2
+
+
+    drop_stale_caches("racy", (sys.modules[__name__],))
+    """)
+# racy.k compiled for one argument, numba pausing 2 s after each read of k's index: two of these started together
+# both read the index before either writes it, unless their saves take turns
+RACE = ("import sys, time, numba.core.caching as C; real = C.IndexDataCacheFile._load_index; "
+        "C.IndexDataCacheFile._load_index = lambda self: (real(self), time.sleep(2.0))[0]; "
+        "import racy; print(racy.k(eval(sys.argv[1])))")
+LOAD = ("import racy; print(racy.k(3), racy.k(1.5), sum(racy.k.stats.cache_hits.values()), "
+        "sum(racy.k.stats.cache_misses.values()))")
+
+
+def test_two_processes_saving_two_signatures_of_a_kernel_at_once_keep_both(tmp_path):
+    (tmp_path / "racy.py").write_text(RACY)
+    racing = [subprocess.Popen([sys.executable, "-c", RACE, arg], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+              for arg in ("3", "1.5")]
+    assert [p.communicate(timeout=300)[0].split() for p in racing] == [["6"], ["3.0"]]
+    out = subprocess.run([sys.executable, "-c", LOAD], cwd=tmp_path, capture_output=True, text=True, check=True)
+    # both signatures load from the cache, each its own code: nothing compiled again
+    assert out.stdout.split() == ["6", "3.0", "2", "0"]
