@@ -295,8 +295,7 @@ class StepSharing:
         self.dir: Path | None = None
         self.proc: subprocess.Popen | None = None
         self.started = False
-        self.running = -1                        # the step this process runs, and when it began
-        self.began = 0.0
+        self.running, self.began = -1, 0.0       # the step this process runs, and when it began
         self.helper_seconds: dict[str, float] = {}   # seconds the helper took for the steps it ran
 
     def __enter__(self) -> "StepSharing":
@@ -331,7 +330,11 @@ class StepSharing:
         is done with it (or has died)."""
         def run():
             self.running, self.began = i, time.perf_counter()
-            if self.dir is not None and not _claim(self.dir, i):
+            try:
+                mine = self.dir is None or _claim(self.dir, i)
+            except OSError:
+                mine = True                      # (the claims' folder gone: this process runs the step itself)
+            if not mine:
                 self._wait_for(i)
             return fn()
         return run

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -286,6 +287,14 @@ def test_arguments_a_process_cannot_be_given_leave_every_step_here(tmp_path):
         for i, name in enumerate("ab"):
             sharing.step(i, lambda name=name: ran.append(name))()
     assert ran == ["a", "b"] and sharing.proc is None
+
+
+def test_a_claims_folder_gone_leaves_the_step_here(tmp_path):
+    ran = []
+    with kernels.StepSharing(FAKES, (str(tmp_path),), {}, ["a", "b"], [1.0, 1.0]) as sharing:
+        shutil.rmtree(sharing.dir)
+        sharing.step(0, lambda: ran.append("a"))()
+    assert ran == ["a"] and sharing.proc is None
 
 
 def test_the_helper_needs_two_steps_two_cpus_and_is_not_turned_off(monkeypatch):
