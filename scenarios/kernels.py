@@ -16,10 +16,10 @@ once, by whichever process first creates its claim file (``O_EXCL``), so the two
 compiled by both. This process still runs every step itself, a step the helper compiled once the helper's done
 file for it appears (it then loads from numba's cache), so whatever a step leaves in this process (the
 synthesiser's static program) is there as before. A helper that fails or dies leaves the steps it had not finished
-to this process, which compiles them: the helper can only make the steps end sooner. Steps that share a callee
-(the core's flavours and the warming kernels share the memory hierarchy's) compile it where they run, unless the
-other process has cached it by then (numba looks in its cache before it compiles any function); numba writes its
-cache files whole (a temporary file renamed), and both processes compile the callee for the same signature.
+to this process, which compiles them. Steps that share a callee (the core's flavours and the warming kernels share
+the memory hierarchy's) compile it where they run, unless the other process has cached it by then (numba looks in
+its cache before it compiles any function); numba writes its cache files whole (a temporary file renamed), and
+both processes compile the callee for the same signature.
 
 Nothing starts when no step compiles (a warm cache), when there is one step, on a single CPU, or with
 ``WHATIF_COMPILE_HELPER=0``.

@@ -48,14 +48,19 @@ from kernel_groups import GROUPS  # noqa: E402  (this checkout's groups, also ag
 ANCHORS = {"simulate": (150.6, 2.6), "cachesim": (80.2, 0.6), "gc": (72.0, 0.7)}
 
 
+def python_output(code: str, cache: str, **env: str) -> str:
+    """What ``code`` prints in a fresh Python process with numba's cache in ``cache``, one numba thread and
+    ``env`` beside the environment."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1", **env)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+
+
 def run(group: str, cache: str, tree: Path) -> float:
     # the group's imports and inputs come before the clock starts: only its first call is timed
     code = ("import sys, time\nsys.path[:0] = [%r, %r]\nfrom kernel_groups import GROUPS\n"
             "call = GROUPS[%r][0]()\nt = time.perf_counter(); call()\nprint(time.perf_counter() - t)\n"
             % (str(tree.parent), str(ROOT / "tests"), group))
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return float(out.stdout.split()[-1])
+    return float(python_output(code, cache).split()[-1])
 
 
 #: the commands whose kernel steps ``--steps`` times: kernels.kernel_steps arguments
@@ -76,9 +81,8 @@ def run_steps(call: str, cache: str, tree: Path) -> list[tuple[str, float]]:
             "from whatif.simulator.platform import load_platform\n"
             "for name, fn in %s:\n    t = time.perf_counter(); fn(); print(name, '=', time.perf_counter() - t)\n"
             % (str(tree.parent), call))
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return [(name, float(s)) for name, _, s in (line.rpartition(" = ") for line in out.stdout.splitlines())]
+    lines = python_output(code, cache).splitlines()
+    return [(name, float(s)) for name, _, s in (line.rpartition(" = ") for line in lines)]
 
 
 def main_steps(tree: Path) -> None:
@@ -105,10 +109,7 @@ def run_load(call: str, helper: bool, tree: Path) -> float:
             "t = time.perf_counter(); load_kernels(False, %s); print(time.perf_counter() - t)\n"
             % (str(tree.parent), call))
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1",
-                   WHATIF_COMPILE_HELPER="1" if helper else "0")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return float(out.stdout.split()[-1])
+        return float(python_output(code, cache, WHATIF_COMPILE_HELPER="1" if helper else "0").split()[-1])
 
 
 def main_helper(tree: Path, repeats: int) -> None:
