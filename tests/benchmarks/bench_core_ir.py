@@ -1,7 +1,7 @@
 """Host instructions per simulated instruction of the core timing kernel, counted by callgrind.
 
     python tests/benchmarks/bench_core_ir.py [--instructions 200000] [--platform nehalem] [--streams mcf]
-                                             [--lines 30 | --functions 30]
+                                             [--lines 30 | --functions 30] [--mispredicted]
 
 Wall-clock rates on a shared host drift by 10-15 % between runs of one build (``bench_simulate.py``,
 ``bench_core.py``), more than most changes to the kernel move them.  An instruction count does not drift:
@@ -39,6 +39,12 @@ function compiled, not of the one inlined into it: the memory kernel's fast path
 information): debug information can stop LLVM from vectorising a loop (the streamer's minimum over its 32
 stamps, vectorised in the build that runs, counted about 36 host instructions per simulated instruction of
 mcf-timed with it, at 0d91728), so a change to such a loop is read here.
+
+``--mispredicted`` counts, instead of the instructions, the host's conditional branches that callgrind's
+branch model (``--branch-sim=yes``: 16,384 two-bit counters indexed by the branch's address and the last
+outcomes, simpler than any host's predictor) mispredicts: on a virtual machine without performance
+counters, the one count of where a branch on the simulated program's random outcomes flushes the host's
+pipeline.  No anchor.
 
 The kernels are compiled for a named CPU (haswell + AVX2) so that the numba cache written by an ordinary
 run is valid under valgrind, whose emulated CPU would otherwise ask for a fresh compilation under
@@ -137,13 +143,17 @@ def child(stream: str, n: int, platform_name: str, run: bool, addr_file: str) ->
         core.run(block)
 
 
-def address_costs(path: str) -> Counter:
-    """Instructions executed in JIT-compiled code, per address, in a callgrind output written with
-    --dump-instr=yes.  JIT code is callgrind's object ``???`` (no file); the cost lines of calls are
-    inclusive and skipped."""
+def address_costs(path: str, event: str = "Ir") -> Counter:
+    """The count of ``event`` (``Ir``: instructions executed; ``Bcm``: conditional branches mispredicted, with
+    --branch-sim=yes) in JIT-compiled code, per address, in a callgrind output written with --dump-instr=yes.
+    JIT code is callgrind's object ``???`` (no file); the cost lines of calls are inclusive and skipped."""
     jit_ids, ob, addr, after_call = set(), None, 0, False
+    column = 2                                      # (address, line, then the events in the header's order)
     out: Counter = Counter()
     for line in open(path):
+        if line.startswith("events:"):
+            column = 2 + line.split()[1:].index(event)
+            continue
         if line.startswith(("ob=", "cob=")):        # an object's id is named once, in either form
             m = re.match(r"c?ob=\((\d+)\)\s*(.*)", line)
             if m.group(2).strip() == "???":
@@ -167,21 +177,23 @@ def address_costs(path: str) -> Counter:
         if after_call:
             after_call = False
             continue
-        if len(fields) >= 3 and ob in jit_ids:
-            out[addr] += int(fields[2])
+        if len(fields) > column and ob in jit_ids:
+            out[addr] += int(fields[column])
     return out
 
 
-def callgrind(stream: str, n: int, platform_name: str, run: bool, work: Path, env: dict) -> tuple[Counter, int]:
-    """(instructions executed in JIT code per address, simulate()'s address) of one child process under
-    callgrind."""
+def callgrind(stream: str, n: int, platform_name: str, run: bool, work: Path, env: dict,
+              event: str = "Ir") -> tuple[Counter, int]:
+    """(``event``'s count in JIT code per address, simulate()'s address) of one child process under
+    callgrind (:func:`address_costs`)."""
     out, addr_file = work / f"cg.{stream}.{int(run)}", work / f"addr.{stream}.{int(run)}"
     log = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}",
+                          f"--branch-sim={'no' if event == 'Ir' else 'yes'}",
                           sys.executable, __file__, "--child", stream, str(n), platform_name, str(int(run)),
                           str(addr_file)], env=env, capture_output=True, text=True)
     if log.returncode != 0:
         sys.exit(f"callgrind failed on {stream}: {log.stderr.strip().splitlines()[-1:]}")
-    per = address_costs(str(out))
+    per = address_costs(str(out), event)
     out.unlink()
     return per, int(addr_file.read_text())
 
@@ -248,6 +260,9 @@ def main() -> None:
                     help="also the N costliest source lines and functions (a build with debug information)")
     ap.add_argument("--functions", type=int, default=0, metavar="N",
                     help="also the N costliest compiled functions of the build counted (no debug information)")
+    ap.add_argument("--mispredicted", action="store_true",
+                    help="count the host's mispredicted conditional branches (callgrind's branch model), "
+                         "not its instructions")
     args = ap.parse_args()
     streams = args.streams.split(",")
     if not set(streams) <= set(STREAMS):
@@ -271,29 +286,31 @@ def main() -> None:
         for stream in streams:                        # compile (or load) outside valgrind, for the named CPU
             subprocess.run([sys.executable, __file__, "--child", stream, "1000", args.platform, "0",
                             str(work / "warm")], env=env, check=True)
-        print(f"{args.platform}, {n:,} simulated instructions per stream; host instructions (callgrind) per "
+        event, counted, digits = ("Bcm", "mispredicted host branches", 3) if args.mispredicted else \
+            ("Ir", "host instructions", 1)
+        print(f"{args.platform}, {n:,} simulated instructions per stream; {counted} (callgrind) per "
               f"simulated instruction{' (debug-information build)' if args.lines else ''}")
         print(f"{'stream':10s} {'simulate()':>11s} {'anchor':>8s} {'all JIT':>8s} {'anchor':>8s}")
         for stream in streams:
-            per0, entry0 = callgrind(stream, n, args.platform, False, work, env)     # the warm-up run alone
-            per1, entry1 = callgrind(stream, n, args.platform, True, work, env)
+            per0, entry0 = callgrind(stream, n, args.platform, False, work, env, event)   # the warm-up run alone
+            per1, entry1 = callgrind(stream, n, args.platform, True, work, env, event)
             total = sum(per1.values()) - sum(per0.values())
             offsets = Counter({a - entry1: v for a, v in per1.items()})
             offsets.subtract({a - entry0: v for a, v in per0.items()})
             own = sum(v for off, v in offsets.items() if 0 <= off < SPAN)
             anchored = args.platform == "nehalem" and n == 200_000
-            anchor = ANCHOR[stream] if anchored and stream in ANCHOR else (float("nan"),) * 2
-            print(f"{stream:10s} {own / n:11.1f} {anchor[0]:8.1f} {total / n:8.1f} {anchor[1]:8.1f}")
+            anchor = ANCHOR[stream] if anchored and stream in ANCHOR and event == "Ir" else (float("nan"),) * 2
+            print(f"{stream:10s} {own / n:11.{digits}f} {anchor[0]:8.1f} {total / n:8.{digits}f} {anchor[1]:8.1f}")
             if args.lines or args.functions:
                 obj = work / object_name(stream, args.platform)
                 lines, functions = where(obj, offsets, args.lines or args.functions)
                 tables = (("source line", lines), ("compiled function", functions)) if args.lines else \
                     (("compiled function", functions),)
                 for what, rows in tables:
-                    print(f"  {stream}: the costliest {what}s, host instructions per simulated instruction")
+                    print(f"  {stream}: the costliest {what}s, {counted} per simulated instruction")
                     for name, cost in rows:
-                        if cost / n >= 0.05:
-                            print(f"  {cost / n:9.1f}  {name}")
+                        if cost / n >= 0.5 / 10 ** digits:
+                            print(f"  {cost / n:9.{digits}f}  {name}")
 
 
 if __name__ == "__main__":
