@@ -39,11 +39,10 @@ import time
 from io import BytesIO
 from pathlib import Path
 
-for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = "1"
+# (this script's folder is on the path; importing bench_simulate sets one thread per library, before numpy)
+from bench_simulate import WORKLOADS, timed
 
-import numpy as np  # noqa: E402
-from bench_simulate import WORKLOADS  # noqa: E402  (this script's folder is on the path)
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 BUILDS = ("base", "base-again", "tree")
@@ -126,9 +125,7 @@ def main() -> None:
                 for b in (BUILDS if r % 2 == 0 else BUILDS[::-1]):
                     machine, platform, loaded = runs[b]
                     m = machine(platform, loaded[w], n, seed=1, run_seed=r)
-                    c0 = time.process_time()
-                    m.run()
-                    rate[(b, w)].append(n / (time.process_time() - c0) / 1e6)
+                    rate[(b, w)].append(n / timed(m.run)[1] / 1e6)
                     cycles[(b, w)].append(m.counters()["cycles"])
         med = {k: float(np.median(v)) for k, v in rate.items()}
         print(f"{'median CPU-time rate, M/s (ratio to base)':44s}" + "".join(f"{b:>18s}" for b in BUILDS))
